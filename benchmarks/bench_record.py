@@ -1,0 +1,308 @@
+"""Benchmark tfrec's record layer against TensorFlow, the `tfrecord` package and raw file I/O.
+
+Run from the repository root (with tfrec importable, e.g. installed or via PYTHONPATH):
+
+    python benchmarks/bench_record.py                        # every workload, best of 3
+    python benchmarks/bench_record.py --quick                # 10x fewer records: a smoke run
+    python benchmarks/bench_record.py --workloads 4KB 100KiB --repeat 5
+
+In one run, every implementation writes the same seeded random records and reads the same file.
+Files go to a temp dir under /dev/shm (tmpfs) when it exists, so a slow disk cannot hide CPU costs;
+they are removed at the end. Each measurement is warmed up once, then the best of --repeat runs is
+kept. MB/s counts file bytes (framing included), MB = 10**6 bytes.
+
+Rows: tfrec with the CRC backend this process picks, and (read only) with verify_checksums=False;
+tfrec with TFREC_CRC_BACKEND=crcmod, in a subprocess because the backend is fixed per process;
+TensorFlow (a loop of TFRecordWriter.write; TFRecordDataset(path).batch(1024) iterated eagerly);
+the `tfrecord` package, in a subprocess because it cannot be imported next to TensorFlow (read only:
+its writer only takes feature dicts, not raw records; its reader checks no CRCs and yields a reused
+buffer); the raw limit: readinto a preallocated 1 MiB bytearray, and 1 MiB writes of the same size.
+Peers that are not installed are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import tfrec
+from tfrec.record import crc_backend
+
+WORKLOADS = {  # name: (records, shortest, longest)
+    "70B": (1_000_000, 70, 70),
+    "60-80B": (1_000_000, 60, 80),
+    "4KB": (100_000, 3900, 4200),
+    "100KiB": (3_000, 102_400, 102_400),
+}
+CHUNK = 1 << 20  # raw I/O block size
+SEED = 20240601
+TF_LABEL = "TensorFlow"
+TFRECORD_LABEL = "tfrecord pkg (no CRC check)"
+
+Times = dict[str, float | None]  # "write"/"read": best seconds, None when not measured
+
+
+def record_count(name: str, quick: bool) -> int:
+    return WORKLOADS[name][0] // (10 if quick else 1)
+
+
+def make_records(name: str, quick: bool) -> list[bytes]:
+    """The workload's records: seeded, so subprocesses rebuild exactly the same ones."""
+    count, low, high = record_count(name, quick), *WORKLOADS[name][1:]
+    rng = np.random.default_rng([SEED, list(WORKLOADS).index(name)])
+    ends = np.cumsum(rng.integers(low, high + 1, count)).tolist()
+    blob = rng.bytes(ends[-1])
+    return [blob[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+
+
+def best_time(run: Callable[[], int], expected: int, repeat: int, setup: Callable[[], None] | None = None) -> float:
+    """Seconds of the fastest of ``repeat`` runs after one warm-up; every run must count ``expected``."""
+    times = []
+    for _ in range(repeat + 1):
+        if setup is not None:
+            setup()
+        start = time.perf_counter()
+        count = run()
+        times.append(time.perf_counter() - start)
+        if count != expected:
+            raise SystemExit(f"error: a run counted {count} records, expected {expected}")
+    return min(times[1:])
+
+
+def remover(path: str) -> Callable[[], None]:
+    # Writes start from no file, so nobody pays for truncating the previous run's output.
+    return lambda: os.remove(path) if os.path.exists(path) else None
+
+
+# -- implementations: each returns the number of records it wrote or read -------------------------
+
+
+def tfrec_write(path: str, records: list[bytes]) -> int:
+    return tfrec.write_records(path, records)
+
+
+def tfrec_read(path: str, verify: bool = True) -> int:
+    n = 0
+    for _ in tfrec.read_records(path, verify_checksums=verify):
+        n += 1
+    return n
+
+
+def import_tf() -> Any:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    return tf
+
+
+def tf_write(tf: Any, path: str, records: list[bytes]) -> int:
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in records:
+            writer.write(record)
+    return len(records)
+
+
+def tf_read(tf: Any, path: str) -> int:
+    n = 0
+    for batch in tf.data.TFRecordDataset(path).batch(1024):
+        n += int(batch.shape[0])
+    return n
+
+
+def tfrecord_read(path: str) -> int:
+    from tfrecord.reader import tfrecord_iterator
+
+    n = 0
+    for _ in tfrecord_iterator(path):
+        n += 1
+    return n
+
+
+def raw_write(path: str, size: int, count: int) -> int:
+    chunk = memoryview(bytes(range(256)) * (CHUNK // 256))
+    with open(path, "wb") as f:
+        for start in range(0, size, CHUNK):
+            f.write(chunk[: min(CHUNK, size - start)])
+    return count
+
+
+def raw_read(path: str, count: int) -> int:
+    buffer = bytearray(CHUNK)
+    with open(path, "rb", buffering=0) as f:
+        while f.readinto(buffer):
+            pass
+    return count
+
+
+# -- subprocess peers -------------------------------------------------------------------------------
+
+
+def peer_main(args: argparse.Namespace) -> int:
+    """Subprocess mode: measure one peer on the reference file; print a JSON result."""
+    name = args.workloads[0]
+    reference = os.path.join(args.dir, f"{name}.tfrecord")
+    count = record_count(name, args.quick)
+    result: dict[str, Any]
+    try:
+        if args.peer == "crcmod":
+            records = make_records(name, args.quick)
+            label = f"tfrec ({crc_backend()})"
+            out = os.path.join(args.dir, f"{name}.crcmod.tfrecord")
+            write = best_time(lambda: tfrec_write(out, records), count, args.repeat, remover(out))
+            same = filecmp.cmp(out, reference, shallow=False)
+            os.remove(out)
+            read = best_time(lambda: tfrec_read(reference), count, args.repeat)
+            result = {"label": label, "write": write, "read": read, "same_bytes": same}
+        else:
+            import tfrecord  # noqa: F401
+
+            read = best_time(lambda: tfrecord_read(reference), count, args.repeat)
+            result = {"label": TFRECORD_LABEL, "write": None, "read": read}
+    except (ImportError, tfrec.TfrecError) as exc:
+        result = {"skipped": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(result))
+    return 0
+
+
+def run_peer(peer: str, name: str, directory: str, args: argparse.Namespace) -> dict[str, Any]:
+    command = [sys.executable, os.path.abspath(__file__), "--peer", peer, "--dir", directory]
+    command += ["--workloads", name, "--repeat", str(args.repeat)] + (["--quick"] if args.quick else [])
+    env = dict(os.environ, TFREC_CRC_BACKEND="crcmod") if peer == "crcmod" else None
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode:
+        return {"skipped": f"subprocess failed: {done.stderr.strip().splitlines()[-1:]}"}
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+# -- main run ---------------------------------------------------------------------------------------
+
+
+def bench_workload(name: str, directory: str, tf: Any, args: argparse.Namespace) -> tuple[dict[str, Times], bool]:
+    """Measure every implementation on one workload; returns the rows and whether all checks passed."""
+    records = make_records(name, args.quick)
+    count, repeat = len(records), args.repeat
+    reference = os.path.join(directory, f"{name}.tfrecord")
+    rows: dict[str, Times] = {}
+    ok = True
+
+    label = f"tfrec ({crc_backend()})"
+    write = best_time(lambda: tfrec_write(reference, records), count, repeat, remover(reference))
+    if list(tfrec.read_records(reference)) != records:
+        print("CHECK FAILED: tfrec does not read back the records it wrote")
+        ok = False
+    rows[label] = {"write": write, "read": best_time(lambda: tfrec_read(reference), count, repeat)}
+    read = best_time(lambda: tfrec_read(reference, verify=False), count, repeat)
+    rows["tfrec (no verify)"] = {"write": None, "read": read}
+    size = os.path.getsize(reference)
+
+    if crc_backend() != "crcmod":
+        peer = run_peer("crcmod", name, directory, args)
+        if "skipped" in peer:
+            print(f"tfrec (crcmod) skipped: {peer['skipped']}")
+        else:
+            rows[peer["label"]] = {"write": peer["write"], "read": peer["read"]}
+            if not peer["same_bytes"]:
+                print("CHECK FAILED: tfrec's file differs between CRC backends")
+                ok = False
+
+    if tf is not None:
+        out = os.path.join(directory, f"{name}.tf.tfrecord")
+        write = best_time(lambda: tf_write(tf, out, records), count, repeat, remover(out))
+        if not filecmp.cmp(out, reference, shallow=False):
+            print("CHECK FAILED: tfrec's file differs from TensorFlow's")
+            ok = False
+        os.remove(out)
+        rows[TF_LABEL] = {"write": write, "read": best_time(lambda: tf_read(tf, reference), count, repeat)}
+
+    peer = run_peer("tfrecord", name, directory, args)
+    if "skipped" in peer:
+        print(f"{TFRECORD_LABEL}: skipped: not installed ({peer['skipped']})")
+    else:
+        rows[peer["label"]] = {"write": None, "read": peer["read"]}
+
+    out = os.path.join(directory, f"{name}.raw")
+    write = best_time(lambda: raw_write(out, size, count), count, repeat, remover(out))
+    os.remove(out)
+    rows["raw 1 MiB I/O (limit)"] = {"write": write, "read": best_time(lambda: raw_read(reference, count), count, repeat)}
+    os.remove(reference)
+
+    print(f"checks: every run counted {count} records" + (
+        "; tfrec's file == TensorFlow's, byte for byte" if tf is not None else ""))
+    print_table(name, count, size, rows)
+    return rows, ok
+
+
+def print_table(name: str, count: int, size: int, rows: dict[str, Times]) -> None:
+    def rate(seconds: float | None, amount: float, fmt: str) -> str:
+        return format(amount / seconds, fmt) if seconds else "-"
+
+    def ratio(row: Times, peer: str, kind: str) -> str:
+        mine, theirs = row[kind], rows.get(peer, {}).get(kind)
+        return f"{theirs / mine:.2f}x" if mine and theirs else "-"
+
+    head = ("implementation", "write rec/s", "write MB/s", "read rec/s", "read MB/s",
+            "read vs TF", "write vs TF", "read vs tfrecord")
+    lines = [head]
+    for label, row in rows.items():
+        lines.append((
+            label,
+            rate(row["write"], count, ",.0f"),
+            rate(row["write"], size / 1e6, ",.1f"),
+            rate(row["read"], count, ",.0f"),
+            rate(row["read"], size / 1e6, ",.1f"),
+            ratio(row, TF_LABEL, "read"),
+            ratio(row, TF_LABEL, "write"),
+            ratio(row, TFRECORD_LABEL, "read"),
+        ))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    low, high = WORKLOADS[name][1:]
+    lengths = f"{low} bytes" if low == high else f"{low}..{high} bytes"
+    print(f"\n== {name}: {count:,} records of {lengths}, file {size / 1e6:,.1f} MB ==")
+    for line in lines:
+        print("  ".join([line[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(line[1:], widths[1:])]))
+    print(flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs after the warm-up (best is kept)")
+    parser.add_argument("--quick", action="store_true", help="10x fewer records, for a smoke run")
+    parser.add_argument("--peer", choices=["crcmod", "tfrecord"], help=argparse.SUPPRESS)
+    parser.add_argument("--dir", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.peer:
+        return peer_main(args)
+
+    try:
+        tf = import_tf()
+        tf_version = tf.__version__
+    except ImportError:
+        tf, tf_version = None, "skipped: not installed"
+    print(f"python {platform.python_version()}, numpy {np.__version__}, tfrec {tfrec.__version__} "
+          f"(CRC backend {crc_backend()}), TensorFlow {tf_version}, {os.cpu_count()} CPUs")
+    if tf is None:
+        print(f"{TF_LABEL}: skipped: not installed")
+    print(f"best of {args.repeat} after a warm-up" + (", --quick (10x fewer records)" if args.quick else ""))
+    ok = True
+    parent = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="bench_record_", dir=parent) as directory:
+        print(f"files in {directory}", flush=True)
+        for name in args.workloads:
+            ok = bench_workload(name, directory, tf, args)[1] and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

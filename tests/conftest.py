@@ -1,0 +1,115 @@
+"""Shared fixtures: the golden-file generator module and an independent TFRecord framer.
+
+The framer uses its own pure-Python CRC32C, so tests that compare tfrec's bytes
+with it do not trust tfrec's checksum code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import struct
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
+
+_MASK_DELTA = 0xA282EAD8
+
+
+def _crc32c_table() -> list[int]:
+    # Reflected Castagnoli polynomial 0x1EDC6F41 -> 0x82F63B78.
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_TABLE = _crc32c_table()
+
+
+def reference_crc32c(data: bytes) -> int:
+    """CRC32C computed byte by byte in plain Python (slow: use on small inputs only)."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def reference_mask(crc: int) -> int:
+    """TFRecord's mask: rotate right by 15 bits, add a constant, modulo 2**32."""
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def reference_masked_crc(data: bytes) -> int:
+    return reference_mask(reference_crc32c(data))
+
+
+def reference_header(length: int) -> bytes:
+    """The 12-byte header of a record of ``length`` bytes (any length, even absurd ones)."""
+    length_bytes = struct.pack("<Q", length)
+    return length_bytes + struct.pack("<I", reference_masked_crc(length_bytes))
+
+
+def reference_frame(record: bytes) -> bytes:
+    """One whole TFRecord frame for ``record``."""
+    return reference_header(len(record)) + record + struct.pack("<I", reference_masked_crc(record))
+
+
+def reference_frames(records: Iterable[bytes]) -> bytes:
+    return b"".join(map(reference_frame, records))
+
+
+@pytest.fixture(scope="session")
+def make_golden() -> ModuleType:
+    """tests/golden/make_golden.py (no __init__.py there), imported without TensorFlow."""
+    name = "make_golden"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, GOLDEN_DIR / "make_golden.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def golden_dir() -> Path:
+    return GOLDEN_DIR
+
+
+@pytest.fixture(scope="session")
+def frame() -> Callable[[bytes], bytes]:
+    """Independent framer: ``frame(record)`` -> the bytes TF writes for it."""
+    return reference_frame
+
+
+@pytest.fixture(scope="session")
+def frames() -> Callable[[Iterable[bytes]], bytes]:
+    """Independent framer for many records, concatenated."""
+    return reference_frames
+
+
+@pytest.fixture(scope="session")
+def header() -> Callable[[int], bytes]:
+    """Independent 12-byte header (length + valid masked length CRC) for any length."""
+    return reference_header
+
+
+@pytest.fixture(scope="session")
+def masked_crc_ref() -> Callable[[bytes], int]:
+    """Independent masked CRC32C."""
+    return reference_masked_crc
+
+
+@pytest.fixture(scope="session")
+def crc32c_ref() -> Callable[[bytes], int]:
+    """Independent plain CRC32C."""
+    return reference_crc32c

@@ -1,0 +1,156 @@
+"""The one exception hierarchy of tfrec, imported by every layer.
+
+Every error derives from :class:`TfrecError` and also from the builtin a caller
+would naturally catch (``ValueError``, ``EOFError``, ``LookupError``,
+``ImportError``). Messages put the location first (file, record index, byte
+offset, feature key), then the problem, then expected vs found, then a hint.
+All of them survive pickling, so worker processes can ship them back.
+
+Example:
+    >>> import tfrec
+    >>> try:
+    ...     list(tfrec.read_records("broken.tfrecord"))
+    ... except tfrec.ChecksumError as exc:
+    ...     print(exc.path, exc.index, exc.offset, exc.part)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+__all__ = [
+    "ChecksumError",
+    "DecodeError",
+    "EncodeError",
+    "MissingFeatureError",
+    "OptionalDependencyError",
+    "RecordError",
+    "SchemaError",
+    "TfrecError",
+    "TfrecWarning",
+    "TruncatedRecordError",
+]
+
+
+class TfrecError(Exception):
+    """Base class of every error raised by tfrec."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only attributes are not in self.args; rebuild from __dict__
+        # so that multiprocessing workers can send these errors back intact.
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+class TfrecWarning(UserWarning):
+    """Warned when tfrec skips damaged data because it was asked to (``on_error="warn"``)."""
+
+
+def _rebuild(cls: type[TfrecError], args: tuple[Any, ...], state: dict[str, Any]) -> TfrecError:
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, *args)
+    exc.__dict__.update(state)
+    return exc
+
+
+def _where(path: str | None, index: int | None, offset: int | None) -> str:
+    parts = [f"{path}" if path is not None else "<stream>"]
+    if index is not None:
+        parts.append(f"record {index}")
+    if offset is not None:
+        parts.append(f"offset {offset}")
+    return ", ".join(parts)
+
+
+class RecordError(TfrecError, ValueError):
+    """A TFRecord frame is malformed.
+
+    Attributes:
+        path: the file being read (``None`` for an anonymous stream).
+        index: the number of the damaged record, counting from 0.
+        offset: byte offset of the damaged record's header in the
+            (decompressed) stream.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        index: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        self.path = os.fspath(path) if path is not None else None
+        self.index = index
+        self.offset = offset
+        self.problem = problem
+        super().__init__(f"{_where(self.path, index, offset)}: {problem}")
+
+
+class ChecksumError(RecordError):
+    """A stored CRC does not match the bytes it protects.
+
+    Attributes:
+        part: ``"length"`` or ``"data"``, which CRC failed.
+        stored: the masked CRC found in the file.
+        computed: the masked CRC of the bytes that were read.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        part: str,
+        stored: int,
+        computed: int,
+        path: str | os.PathLike[str] | None = None,
+        index: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        self.part = part
+        self.stored = stored
+        self.computed = computed
+        super().__init__(problem, path=path, index=index, offset=offset)
+
+
+class TruncatedRecordError(RecordError, EOFError):
+    """The stream ended inside a record (header, data or footer)."""
+
+
+class DecodeError(TfrecError, ValueError):
+    """Bytes are not a valid Example, or do not fit the requested spec."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        self.key = key
+        super().__init__(message)
+
+
+class SchemaError(TfrecError, ValueError):
+    """A feature definition or parse spec is invalid."""
+
+
+class EncodeError(TfrecError, ValueError):
+    """A value does not fit the feature it is written to."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        self.key = key
+        super().__init__(message)
+
+
+class MissingFeatureError(TfrecError, LookupError):
+    """A required feature is absent from a record."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        self.key = key
+        super().__init__(message)
+
+
+class OptionalDependencyError(TfrecError, ImportError):
+    """An optional package is needed; the message names the pip extra."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{purpose} needs the optional package {package!r}: install it with: pip install 'tfrec[{extra}]'"
+        )

@@ -1,0 +1,176 @@
+"""Compression of whole TFRecord streams: none, gzip or zlib (record layer).
+
+TensorFlow compresses the stream of frames, not each record. Reading gzip goes
+through concatenated members (as TensorFlow does); zlib is one stream.
+
+Example:
+    >>> resolve_compression("auto", "train.tfrecord.gz")
+    'gzip'
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from typing import IO, Literal
+
+from ..errors import TfrecError
+
+__all__ = ["Compression", "DeflateWriter", "InflateReader", "resolve_compression"]
+
+Compression = Literal["gzip", "zlib"] | None
+
+_SUFFIXES = {".gz": "gzip", ".gzip": "gzip", ".zz": "zlib", ".zlib": "zlib"}
+_NAMES: dict[str, Compression] = {"": None, "none": None, "gzip": "gzip", "zlib": "zlib"}
+_CHUNK = 256 * 1024
+
+# Leading bytes that identify a compressed stream, for hints in error messages.
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def looks_like(head: bytes) -> Compression:
+    """Guess the compression of a stream from its first bytes (for hints only)."""
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    if len(head) >= 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
+        return "zlib"
+    return None
+
+
+def resolve_compression(compression: str | None, path: str | os.PathLike[str] | None) -> Compression:
+    """Normalise a ``compression`` argument to ``None``, ``"gzip"`` or ``"zlib"``.
+
+    ``"auto"`` infers it from the file suffix (``.gz``/``.gzip`` -> gzip,
+    ``.zz``/``.zlib`` -> zlib, anything else -> none); TensorFlow's spellings
+    ``"GZIP"``, ``"ZLIB"`` and ``""`` are accepted.
+
+    Example:
+        >>> resolve_compression("GZIP", None)
+        'gzip'
+    """
+    if compression is None:
+        return None
+    if not isinstance(compression, str):
+        raise TfrecError(f"compression must be a string or None, not {type(compression).__name__}")
+    name = compression.strip().lower()
+    if name == "auto":
+        if path is None:
+            return None
+        suffix = os.path.splitext(os.fspath(path))[1].lower()
+        return _SUFFIXES.get(suffix)  # type: ignore[return-value]
+    if name not in _NAMES:
+        raise TfrecError(f"unknown compression {compression!r}: expected None, 'gzip', 'zlib' or 'auto'")
+    return _NAMES[name]
+
+
+class InflateReader:
+    """Read-only file-like view of the decompressed bytes of a gzip or zlib stream.
+
+    gzip: concatenated members are read through, as TensorFlow does; zlib: one
+    stream. Anything else after the end is an error. When the stream is
+    damaged, every byte that decompresses before the damage is returned first;
+    the error is raised by the next :meth:`read`.
+    """
+
+    def __init__(self, raw: IO[bytes], compression: Literal["gzip", "zlib"]) -> None:
+        self._raw = raw
+        self._compression = compression
+        self._wbits = zlib.MAX_WBITS + 16 if compression == "gzip" else zlib.MAX_WBITS
+        self._inflate = zlib.decompressobj(self._wbits)
+        self._input = b""  # compressed bytes not yet given to the inflater
+        self._output = b""  # inflated bytes not yet returned
+        self._started = False  # the current member/stream has received input
+        self._error: Exception | None = None
+
+    def read(self, size: int) -> bytes:
+        """Return ``size`` bytes, fewer only at the end of the stream or before an error."""
+        while len(self._output) < size and self._error is None:
+            try:
+                if not self._inflate_more():
+                    break
+            except (zlib.error, EOFError) as exc:
+                self._error = exc
+        if not self._output and self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        out, self._output = self._output[:size], self._output[size:]
+        return out
+
+    def _inflate_more(self) -> bool:
+        """Inflate one more chunk of input; False at the clean end of the stream."""
+        if self._inflate.eof:
+            rest = self._inflate.unused_data + self._input + self._raw.read(_CHUNK)
+            if not rest:
+                return False
+            if self._compression == "zlib" or not rest.startswith(GZIP_MAGIC):
+                raise zlib.error(f"unexpected data after the end of the {self._compression} stream")
+            self._inflate = zlib.decompressobj(self._wbits)  # the next gzip member
+            self._input = rest
+        if not self._input:
+            self._input = self._raw.read(_CHUNK)
+            if not self._input:
+                if self._started:
+                    raise EOFError(f"the {self._compression} stream ends before its end-of-stream marker")
+                return False
+        self._started = True
+        saved = self._inflate.copy()
+        try:
+            self._output += self._inflate.decompress(self._input)
+        except zlib.error:
+            # Salvage what decompresses before the damage, then fail.
+            self._inflate = saved
+            for i in range(len(self._input)):
+                self._output += self._inflate.decompress(self._input[i : i + 1])
+            raise
+        self._input = b""
+        return True
+
+    def close(self) -> None:
+        """Drop buffers; the raw stream is closed by whoever opened it."""
+        self._input = self._output = b""
+
+
+class DeflateWriter:
+    """Write-only file-like object that deflates everything into one gzip or zlib stream.
+
+    Uses the parameters of TensorFlow's writer (memLevel 9, one gzip member with
+    mtime 0, partial flushes), so the same records give the same bytes as
+    ``tf.io.TFRecordWriter``.
+    """
+
+    def __init__(self, raw: IO[bytes], compression: Literal["gzip", "zlib"], level: int) -> None:
+        self._raw = raw
+        window = zlib.MAX_WBITS + 16 if compression == "gzip" else zlib.MAX_WBITS
+        self._deflate = zlib.compressobj(level, zlib.DEFLATED, window, memLevel=9)
+
+    def write(self, data: bytes) -> int:
+        self._raw.write(self._deflate.compress(data))
+        return len(data)
+
+    def flush(self) -> None:
+        """Push everything written so far to ``raw``: all of it decompresses from the file."""
+        self._raw.write(self._deflate.flush(zlib.Z_PARTIAL_FLUSH))
+        self._raw.flush()
+
+    def close(self) -> None:
+        """Finish the stream; the raw stream is closed by whoever opened it."""
+        self._raw.write(self._deflate.flush(zlib.Z_FINISH))
+        self._raw.flush()
+
+
+def open_decompressed(raw: IO[bytes], compression: Compression) -> IO[bytes]:
+    """Wrap ``raw`` so that reads return the decompressed frames."""
+    if compression is None:
+        return raw
+    return InflateReader(raw, compression)  # type: ignore[return-value]
+
+
+def open_compressed(raw: IO[bytes], compression: Compression, level: int | None) -> IO[bytes]:
+    """Wrap ``raw`` so that writes are compressed; closing the wrapper finishes the stream."""
+    if compression is None:
+        return raw
+    if level is None:
+        level = zlib.Z_DEFAULT_COMPRESSION  # TensorFlow's default too
+    if not -1 <= level <= 9:
+        raise TfrecError(f"compression_level must be between 0 and 9 (or -1 for the default), not {level}")
+    return DeflateWriter(raw, compression, level)  # type: ignore[return-value]
