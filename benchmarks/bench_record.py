@@ -63,10 +63,12 @@ def make_records(name: str, quick: bool) -> list[bytes]:
     rng = np.random.default_rng([SEED, list(WORKLOADS).index(name)])
     ends = np.cumsum(rng.integers(low, high + 1, count)).tolist()
     blob = rng.bytes(ends[-1])
-    return [blob[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+    return [blob[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
 
-def best_time(run: Callable[[], int], expected: int, repeat: int, setup: Callable[[], None] | None = None) -> float:
+def best_time(
+    run: Callable[[], int], expected: int, repeat: int, setup: Callable[[], None] | None = None
+) -> float:
     """Seconds of the fastest of ``repeat`` runs after one warm-up; every run must count ``expected``."""
     times = []
     for _ in range(repeat + 1):
@@ -101,7 +103,7 @@ def tfrec_read(path: str, verify: bool = True) -> int:
 
 def import_tf() -> Any:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tensorflow as tf
+    import tensorflow as tf  # type: ignore[import-untyped]
 
     return tf
 
@@ -121,7 +123,7 @@ def tf_read(tf: Any, path: str) -> int:
 
 
 def tfrecord_read(path: str) -> int:
-    from tfrecord.reader import tfrecord_iterator
+    from tfrecord.reader import tfrecord_iterator  # type: ignore[import-untyped]
 
     n = 0
     for _ in tfrecord_iterator(path):
@@ -148,6 +150,15 @@ def raw_read(path: str, count: int) -> int:
 # -- subprocess peers -------------------------------------------------------------------------------
 
 
+def patch_crcmod() -> None:
+    # Work around a tfrec bug: crcmod/__init__.py rebinds the package attribute `crcmod.crcmod` to
+    # the package itself, so tfrec's `crcmod.crcmod._usingExtension` raises AttributeError.
+    # Point the attribute back at the submodule (a no-op once tfrec reads the flag another way).
+    import crcmod
+
+    crcmod.crcmod = sys.modules["crcmod.crcmod"]
+
+
 def peer_main(args: argparse.Namespace) -> int:
     """Subprocess mode: measure one peer on the reference file; print a JSON result."""
     name = args.workloads[0]
@@ -156,6 +167,7 @@ def peer_main(args: argparse.Namespace) -> int:
     result: dict[str, Any]
     try:
         if args.peer == "crcmod":
+            patch_crcmod()
             records = make_records(name, args.quick)
             label = f"tfrec ({crc_backend()})"
             out = os.path.join(args.dir, f"{name}.crcmod.tfrecord")
@@ -165,7 +177,7 @@ def peer_main(args: argparse.Namespace) -> int:
             read = best_time(lambda: tfrec_read(reference), count, args.repeat)
             result = {"label": label, "write": write, "read": read, "same_bytes": same}
         else:
-            import tfrecord  # noqa: F401
+            import tfrecord  # type: ignore[import-untyped]  # noqa: F401
 
             read = best_time(lambda: tfrecord_read(reference), count, args.repeat)
             result = {"label": TFRECORD_LABEL, "write": None, "read": read}
@@ -188,13 +200,16 @@ def run_peer(peer: str, name: str, directory: str, args: argparse.Namespace) -> 
 # -- main run ---------------------------------------------------------------------------------------
 
 
-def bench_workload(name: str, directory: str, tf: Any, args: argparse.Namespace) -> tuple[dict[str, Times], bool]:
+def bench_workload(
+    name: str, directory: str, tf: Any, args: argparse.Namespace
+) -> tuple[dict[str, Times], bool]:
     """Measure every implementation on one workload; returns the rows and whether all checks passed."""
     records = make_records(name, args.quick)
     count, repeat = len(records), args.repeat
     reference = os.path.join(directory, f"{name}.tfrecord")
     rows: dict[str, Times] = {}
     ok = True
+    checks = [f"every run counted {count:,} records", "tfrec reads back what it wrote"]
 
     label = f"tfrec ({crc_backend()})"
     write = best_time(lambda: tfrec_write(reference, records), count, repeat, remover(reference))
@@ -212,6 +227,7 @@ def bench_workload(name: str, directory: str, tf: Any, args: argparse.Namespace)
             print(f"tfrec (crcmod) skipped: {peer['skipped']}")
         else:
             rows[peer["label"]] = {"write": peer["write"], "read": peer["read"]}
+            checks.append("the crcmod run wrote the same bytes")
             if not peer["same_bytes"]:
                 print("CHECK FAILED: tfrec's file differs between CRC backends")
                 ok = False
@@ -223,6 +239,7 @@ def bench_workload(name: str, directory: str, tf: Any, args: argparse.Namespace)
             print("CHECK FAILED: tfrec's file differs from TensorFlow's")
             ok = False
         os.remove(out)
+        checks.append("tfrec's file == TensorFlow's, byte for byte")
         rows[TF_LABEL] = {"write": write, "read": best_time(lambda: tf_read(tf, reference), count, repeat)}
 
     peer = run_peer("tfrecord", name, directory, args)
@@ -234,11 +251,13 @@ def bench_workload(name: str, directory: str, tf: Any, args: argparse.Namespace)
     out = os.path.join(directory, f"{name}.raw")
     write = best_time(lambda: raw_write(out, size, count), count, repeat, remover(out))
     os.remove(out)
-    rows["raw 1 MiB I/O (limit)"] = {"write": write, "read": best_time(lambda: raw_read(reference, count), count, repeat)}
+    rows["raw 1 MiB I/O (limit)"] = {
+        "write": write,
+        "read": best_time(lambda: raw_read(reference, count), count, repeat),
+    }
     os.remove(reference)
 
-    print(f"checks: every run counted {count} records" + (
-        "; tfrec's file == TensorFlow's, byte for byte" if tf is not None else ""))
+    print("checks (failures are reported above): " + "; ".join(checks))
     print_table(name, count, size, rows)
     return rows, ok
 
@@ -251,26 +270,41 @@ def print_table(name: str, count: int, size: int, rows: dict[str, Times]) -> Non
         mine, theirs = row[kind], rows.get(peer, {}).get(kind)
         return f"{theirs / mine:.2f}x" if mine and theirs else "-"
 
-    head = ("implementation", "write rec/s", "write MB/s", "read rec/s", "read MB/s",
-            "read vs TF", "write vs TF", "read vs tfrecord")
+    head = (
+        "implementation",
+        "write rec/s",
+        "write MB/s",
+        "read rec/s",
+        "read MB/s",
+        "read vs TF",
+        "write vs TF",
+        "read vs tfrecord",
+    )
     lines = [head]
     for label, row in rows.items():
-        lines.append((
-            label,
-            rate(row["write"], count, ",.0f"),
-            rate(row["write"], size / 1e6, ",.1f"),
-            rate(row["read"], count, ",.0f"),
-            rate(row["read"], size / 1e6, ",.1f"),
-            ratio(row, TF_LABEL, "read"),
-            ratio(row, TF_LABEL, "write"),
-            ratio(row, TFRECORD_LABEL, "read"),
-        ))
+        lines.append(
+            (
+                label,
+                rate(row["write"], count, ",.0f"),
+                rate(row["write"], size / 1e6, ",.1f"),
+                rate(row["read"], count, ",.0f"),
+                rate(row["read"], size / 1e6, ",.1f"),
+                ratio(row, TF_LABEL, "read"),
+                ratio(row, TF_LABEL, "write"),
+                ratio(row, TFRECORD_LABEL, "read"),
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     low, high = WORKLOADS[name][1:]
     lengths = f"{low} bytes" if low == high else f"{low}..{high} bytes"
     print(f"\n== {name}: {count:,} records of {lengths}, file {size / 1e6:,.1f} MB ==")
     for line in lines:
-        print("  ".join([line[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(line[1:], widths[1:])]))
+        print(
+            "  ".join(
+                [line[0].ljust(widths[0])]
+                + [cell.rjust(w) for cell, w in zip(line[1:], widths[1:], strict=True)]
+            )
+        )
     print(flush=True)
 
 
@@ -290,8 +324,10 @@ def main(argv: list[str] | None = None) -> int:
         tf_version = tf.__version__
     except ImportError:
         tf, tf_version = None, "skipped: not installed"
-    print(f"python {platform.python_version()}, numpy {np.__version__}, tfrec {tfrec.__version__} "
-          f"(CRC backend {crc_backend()}), TensorFlow {tf_version}, {os.cpu_count()} CPUs")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, tfrec {tfrec.__version__} "
+        f"(CRC backend {crc_backend()}), TensorFlow {tf_version}, {os.cpu_count()} CPUs"
+    )
     if tf is None:
         print(f"{TF_LABEL}: skipped: not installed")
     print(f"best of {args.repeat} after a warm-up" + (", --quick (10x fewer records)" if args.quick else ""))

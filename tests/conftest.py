@@ -9,9 +9,9 @@ from __future__ import annotations
 import importlib.util
 import struct
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 
@@ -86,30 +86,13 @@ def golden_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def frame() -> Callable[[bytes], bytes]:
-    """Independent framer: ``frame(record)`` -> the bytes TF writes for it."""
-    return reference_frame
-
-
-@pytest.fixture(scope="session")
-def frames() -> Callable[[Iterable[bytes]], bytes]:
-    """Independent framer for many records, concatenated."""
-    return reference_frames
-
-
-@pytest.fixture(scope="session")
-def header() -> Callable[[int], bytes]:
-    """Independent 12-byte header (length + valid masked length CRC) for any length."""
-    return reference_header
-
-
-@pytest.fixture(scope="session")
-def masked_crc_ref() -> Callable[[bytes], int]:
-    """Independent masked CRC32C."""
-    return reference_masked_crc
-
-
-@pytest.fixture(scope="session")
-def crc32c_ref() -> Callable[[bytes], int]:
-    """Independent plain CRC32C."""
-    return reference_crc32c
+def ref() -> SimpleNamespace:
+    """Independent TFRecord framing: crc32c, mask, masked_crc, header(length), frame(record), frames(records)."""
+    return SimpleNamespace(
+        crc32c=reference_crc32c,
+        mask=reference_mask,
+        masked_crc=reference_masked_crc,
+        header=reference_header,
+        frame=reference_frame,
+        frames=reference_frames,
+    )

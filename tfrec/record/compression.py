@@ -169,8 +169,11 @@ def open_compressed(raw: IO[bytes], compression: Compression, level: int | None)
     """Wrap ``raw`` so that writes are compressed; closing the wrapper finishes the stream."""
     if compression is None:
         return raw
-    if level is None:
-        level = zlib.Z_DEFAULT_COMPRESSION  # TensorFlow's default too
-    if not -1 <= level <= 9:
+    check_level(level)
+    return DeflateWriter(raw, compression, zlib.Z_DEFAULT_COMPRESSION if level is None else level)  # type: ignore[return-value]
+
+
+def check_level(level: int | None) -> None:
+    """Reject a compression level zlib would not accept (``None`` is zlib's default, as in TF)."""
+    if level is not None and not -1 <= level <= 9:
         raise TfrecError(f"compression_level must be between 0 and 9 (or -1 for the default), not {level}")
-    return DeflateWriter(raw, compression, level)  # type: ignore[return-value]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import operator
 import os
+import stat
 import struct
 import warnings
 import zlib
@@ -39,10 +40,16 @@ _BLOCK = 1 << 20  # bytes read at once while records are small
 _LARGE = 1 << 16  # records at least this long are read into their own object
 _MAX_READ = 1 << 24  # largest single read: a corrupt length never allocates more
 _MIN_RUN = 32  # records ahead before a run of equal headers is worth numpy
-_MAX_CACHED_LENGTHS = 1 << 16
 _unpack_header = struct.Struct("<QI").unpack_from
 _unpack_crc = struct.Struct("<I").unpack_from
+_WALK = 64  # frames walked in Python before looking for a run of equal headers
+_unpack_length = struct.Struct("<Q").unpack_from
 _FOOTER_BYTES = np.arange(FOOTER)
+_LENGTH_BYTES = np.arange(8)
+_LENGTH_CRC_BYTES = np.arange(8, HEADER)
+_NO_ENDS = np.empty(0, np.int64)
+_VECTORISE_FROM = 256  # frames per block from which numpy beats a Python loop for length CRCs
+_MAX_CACHED_LENGTHS = 1 << 16
 
 
 class _EndOfStream(Exception):
@@ -100,30 +107,30 @@ class RecordReader:
         self.verify_checksums = verify_checksums
         self.on_error: OnError = on_error
         self._crc = crc_function()
-        self._length_crcs: dict[int, int] = {}
+        self._length_crcs: dict[int, int] = {}  # length -> its masked CRC, for small batches
         self._raw: IO[bytes] | None = None
         self._stream: IO[bytes] | None = None
         self._end: int | None = None  # decompressed size when known (plain files)
         self._generator: Iterator[bytes] | None = None
         # Progress: the batch being handed out and where it sits in the stream.
         self._batch: Iterator[bytes] = iter(())
-        self._batch_starts: list[int] = []
-        self._batch_base = 0
-        self._batch_end = start_offset
+        self._batch_ends: np.ndarray = np.empty(0, np.int64)  # stream offset just past each frame
+        self._batch_start = start_offset
+        self._batch_end = start_offset  # stream offset of the next record once the batch is consumed
         self._batch_index = start_index
 
     # -- progress ---------------------------------------------------------------------------
 
     def _consumed(self) -> int:
-        return len(self._batch_starts) - operator.length_hint(self._batch)
+        return len(self._batch_ends) - operator.length_hint(self._batch)
 
     @property
     def offset(self) -> int:
         """Byte offset (in the decompressed stream) of the next record to be returned."""
         consumed = self._consumed()
-        if consumed < len(self._batch_starts):
-            return self._batch_base + self._batch_starts[consumed]
-        return self._batch_end
+        if 0 < consumed < len(self._batch_ends):
+            return int(self._batch_ends[consumed - 1])
+        return self._batch_start if consumed == 0 and len(self._batch_ends) else self._batch_end
 
     @property
     def index(self) -> int:
@@ -136,15 +143,21 @@ class RecordReader:
         start = self._batch_end
         if isinstance(self._source, (str, os.PathLike)):
             self._raw = open(self._source, "rb")  # noqa: SIM115 (closed by close())
-            if self.compression is None:
-                size = os.fstat(self._raw.fileno()).st_size
-                self._end = size
-                if start:
-                    self._raw.seek(start)
+            status = os.fstat(self._raw.fileno())
+            if self.compression is None and stat.S_ISREG(status.st_mode):
+                self._end = status.st_size  # lets a corrupt length fail before any read
+                if start > self._end:
+                    raise TruncatedRecordError(
+                        f"start_offset {start} is past the end of the file ({self._end} bytes)",
+                        path=self.path,
+                        index=self._batch_index,
+                        offset=start,
+                    )
+                self._raw.seek(start)
         else:
             self._raw = self._source
         self._stream = open_decompressed(self._raw, self.compression)
-        if start and (self.compression is not None or not isinstance(self._source, (str, os.PathLike))):
+        if start and self._end is None:  # not seekable to a decompressed offset: skip by reading
             skipped = 0
             while skipped < start:
                 piece = self._read(min(_MAX_READ, start - skipped), skipped, self._batch_index)
@@ -152,6 +165,7 @@ class RecordReader:
                     raise TruncatedRecordError(
                         f"start_offset {start} is past the end of the stream ({skipped} bytes)",
                         path=self.path,
+                        index=self._batch_index,
                         offset=start,
                     )
                 skipped += len(piece)
@@ -223,164 +237,215 @@ class RecordReader:
 
     def __iter__(self) -> Iterator[bytes]:
         if self._generator is None:
-            self._generator = self._records()
+            self._generator = self._frames()
         return self._generator
 
     def __next__(self) -> bytes:
         return next(iter(self))
 
-    def _records(self) -> Iterator[bytes]:
+    def _frames(self) -> Iterator[bytes]:
+        """Yield every record; the file is closed when the generator finishes."""
         try:
             self._open()
-            yield from self._frames()
+            buf = b""
+            pos = 0  # position in buf of the next frame
+            base = self._batch_end  # stream offset of buf[0]
+            index = self._batch_index
+            eof = False
+            header_only = False  # after a large record, read just the next header
+            ahead: tuple[bytes, int, int] | None = (
+                None  # a block read ahead: (bytes, its offset, first frame)
+            )
+            while True:
+                start = pos
+                records, ends, pos, bad_length = self._split(buf, pos)
+                if records:
+                    footers = _stored_crcs(buf, ends) if self.verify_checksums else b""
+                    yield from self._hand_out(records, ends + base, base + start, index, footers)
+                    index += len(records)
+                if ahead is not None and pos == len(buf):
+                    buf, base, pos = ahead
+                    ahead = None
+                    continue
+                if bad_length:
+                    self._publish([], _NO_ENDS, base + pos, index)
+                    self._report(self._length_error(buf, pos, base, index))
+                    buf, pos, base, eof = self._resync(buf, pos + 1, base, eof, index)
+                    if pos < 0:
+                        return
+                    index += 1
+                    continue
+                available = len(buf) - pos
+                if available >= HEADER and _unpack_header(buf, pos)[0] >= _LARGE:
+                    record, footer = self._read_large(buf, pos, base, index)
+                    frame_end = np.array([base + pos + len(record) + HEADER + FOOTER], np.int64)
+                    yield from self._hand_out([record], frame_end, base + pos, index, footer)
+                    index += 1
+                    base += pos + len(record) + HEADER + FOOTER
+                    buf, pos, header_only = b"", 0, True
+                    continue
+                if eof:
+                    if available:
+                        self._publish([], _NO_ENDS, base + pos, index)
+                        length = _unpack_header(buf, pos)[0] if available >= HEADER else None
+                        error = self._truncation_error(
+                            length,
+                            available - HEADER if length is not None else available,
+                            base + pos,
+                            index,
+                            buf[pos : pos + 2],
+                        )
+                        self._report(error)
+                    return
+                chunk = self._read(HEADER if header_only else _BLOCK, base + pos, index)
+                header_only = False
+                if not chunk:
+                    eof = True
+                    continue
+                if available >= HEADER:
+                    # Complete the frame cut by the block boundary on its own, rather
+                    # than copying the whole new block behind the leftover bytes.
+                    missing = _unpack_header(buf, pos)[0] + HEADER + FOOTER - available
+                    if missing <= len(chunk):
+                        ahead = (chunk, base + len(buf), missing)
+                        chunk = chunk[:missing]
+                base += pos
+                buf = buf[pos:] + chunk if available else chunk
+                pos = 0
         except _EndOfStream:
             pass
         finally:
             self.close()
 
-    def _frames(self) -> Iterator[bytes]:
-        buf = b""
-        pos = 0  # position in buf of the next frame
-        base = self._batch_end  # stream offset of buf[0]
-        index = self._batch_index
-        eof = False
-        header_only = False  # after a large record, read just the next header
-        while True:
-            records, starts, pos, bad_length = self._split(buf, pos)
-            if records:
-                footers = _stored_crcs(buf, records, starts) if self.verify_checksums else b""
-                yield from self._hand_out(records, starts, base, index, footers)
-                index += len(records)
-            if bad_length:
-                self._publish([], [], 0, base + pos, index)
-                self._report(self._length_error(buf, pos, base, index))
-                buf, pos, base, eof = self._resync(buf, pos + 1, base, eof, index)
-                if pos < 0:
-                    return
-                index += 1
-                continue
-            available = len(buf) - pos
-            if available >= HEADER and _unpack_header(buf, pos)[0] >= _LARGE:
-                record, footer = self._read_large(buf, pos, base, index)
-                yield from self._hand_out([record], [pos], base, index, footer)
-                index += 1
-                base += pos + len(record) + HEADER + FOOTER
-                buf, pos, header_only = b"", 0, True
-                continue
-            if eof:
-                if available:
-                    self._publish([], [], 0, base + pos, index)
-                    length = _unpack_header(buf, pos)[0] if available >= HEADER else None
-                    error = self._truncation_error(
-                        length,
-                        available - HEADER if length is not None else available,
-                        base + pos,
-                        index,
-                        buf[pos : pos + 2],
-                    )
-                    self._report(error)
-                return
-            chunk = self._read(HEADER if header_only else _BLOCK, base + pos, index)
-            header_only = False
-            if not chunk:
-                eof = True
-                continue
-            base += pos
-            buf = buf[pos:] + chunk if pos < len(buf) else chunk
-            pos = 0
+    def _split(self, buf: bytes, pos: int) -> tuple[list[bytes], np.ndarray, int, bool]:
+        """Slice every whole frame out of ``buf`` from ``pos``, checking length CRCs.
 
-    def _split(self, buf: bytes, pos: int) -> tuple[list[bytes], list[int], int, bool]:
-        """Slice every whole frame out of ``buf`` from ``pos``; check length CRCs.
-
-        Returns the records, their start positions in ``buf``, the position of
+        Returns the records, the position just past each frame, the position of
         the first frame not taken, and whether that frame has a bad length CRC.
         """
-        records: list[bytes] = []
-        starts: list[int] = []
         end_of_buffer = len(buf)
-        verify = self.verify_checksums
-        known = self._length_crcs
-        previous = -1
-        repeats = 0  # how many frames in a row had the same length
+        first = pos
+        parts: list[list[int] | np.ndarray] = []  # frame ends, walked or found in runs
+        checked: list[int] = []  # frame starts whose length CRC must be verified
         while pos + HEADER <= end_of_buffer:
-            length, length_crc = _unpack_header(buf, pos)
-            if (
-                verify
-                and known.get(length) != length_crc
-                and not self._length_ok(buf, pos, length, length_crc)
-            ):
-                return records, starts, pos, True
-            end = pos + length + HEADER + FOOTER
-            if end > end_of_buffer:
+            # Walk the chain of lengths (the only per-record Python loop) ...
+            walked: list[int] = []
+            step = walked.append
+            frame = pos
+            for _ in range(_WALK):
+                end = frame + _unpack_length(buf, frame)[0] + HEADER + FOOTER
+                if end > end_of_buffer:
+                    break
+                step(end)
+                frame = end
+                if frame + HEADER > end_of_buffer:
+                    break
+            if not walked:
                 break
-            stride = end - pos
-            repeats = repeats + 1 if length == previous else 0
-            if repeats >= 2 and end_of_buffer - pos >= _MIN_RUN * stride:
-                # Lengths repeat (records of one writer often do): take the run of
-                # identical headers with one numpy compare instead of a loop.
-                stop = pos + stride * _count_equal_headers(buf, pos, stride)
-                starts += range(pos, stop, stride)
-                records += [buf[p : p + length] for p in range(pos + HEADER, stop, stride)]
-                pos, previous, repeats = stop, -1, 0
-                continue
-            records.append(buf[pos + HEADER : end - FOOTER])
-            starts.append(pos)
-            pos, previous = end, length
-        return records, starts, pos, False
+            parts.append(walked)
+            checked.append(pos)
+            checked += walked[:-1]
+            pos = frame
+            # ... and when it went in equal strides, take the run of identical
+            # headers that follows with one numpy compare.
+            stride = walked[-1] - walked[-2] if len(walked) > 1 else 0
+            if (
+                len(walked) == _WALK
+                and walked[-1] - walked[0] == stride * (_WALK - 1)
+                and end_of_buffer - pos >= _MIN_RUN * stride
+                and _unpack_length(buf, pos)[0] == stride - HEADER - FOOTER
+            ):
+                count = _count_equal_headers(buf, pos, stride)
+                parts.append(np.arange(pos + stride, pos + stride * count + 1, stride, dtype=np.int64))
+                checked.append(pos)
+                pos += stride * count
+        if pos + HEADER <= end_of_buffer:
+            checked.append(pos)  # the frame left over: its length decides what to read next
+        ends = np.concatenate([np.asarray(part, np.int64) for part in parts]) if parts else _NO_ENDS
+        bad_length = False
+        if self.verify_checksums and checked:
+            bad_start = self._first_bad_length(buf, checked)
+            if bad_start is not None:
+                ends = ends[ends <= bad_start]
+                pos, bad_length = bad_start, True
+        stops = ends.tolist()
+        starts = [first, *stops[:-1]] if stops else []
+        records = [buf[start + HEADER : stop - FOOTER] for start, stop in zip(starts, stops, strict=True)]
+        return records, ends, pos, bad_length
 
-    def _length_ok(self, buf: bytes, pos: int, length: int, length_crc: int) -> bool:
-        if masked_crc(buf[pos : pos + 8]) != length_crc:
-            return False
-        if len(self._length_crcs) >= _MAX_CACHED_LENGTHS:
-            self._length_crcs.clear()
-        self._length_crcs[length] = length_crc
-        return True
+    def _first_bad_length(self, buf: bytes, starts: list[int]) -> int | None:
+        """The first of the frame ``starts`` in ``buf`` whose length CRC does not match, if any."""
+        if len(starts) >= _VECTORISE_FROM:
+            return _first_bad_length_vectorised(buf, np.asarray(starts, np.int64))
+        # Few frames: numpy's per-call cost would dominate; the CRC of a length is cached.
+        known = self._length_crcs
+        for start in starts:
+            length, stored = _unpack_header(buf, start)
+            if known.get(length) != stored:
+                if masked_crc(buf[start : start + 8]) != stored:
+                    return start
+                if len(known) >= _MAX_CACHED_LENGTHS:
+                    known.clear()
+                known[length] = stored
+        return None
 
     def _hand_out(
-        self, records: list[bytes], starts: list[int], base: int, index: int, footers: bytes | np.ndarray
+        self, records: list[bytes], ends: np.ndarray, start: int, index: int, footers: bytes | np.ndarray
     ) -> Iterator[bytes]:
-        """Yield ``records`` (frames at ``base + starts``), checking their data CRCs at once.
+        """An iterator over ``records`` (consecutive frames from stream offset ``start`` to ``ends``).
 
-        ``footers`` holds the stored data CRCs: a ``uint32`` array, or the raw
-        footer bytes of a single record.
+        Their data CRCs are checked at once against ``footers``: the stored CRCs
+        as a ``uint32`` array, or the raw footer of a single record. Undamaged
+        batches come back as a plain list iterator (cheapest to ``yield from``).
         """
-        end = base + starts[-1] + HEADER + len(records[-1]) + FOOTER
         if not self.verify_checksums:
-            yield from self._publish(records, starts, base, end, index)
-            return
-        count = len(records)
-        computed = mask_array(np.fromiter(map(self._crc, records), np.uint32, count))
+            return self._publish(records, ends, start, index)
+        computed = mask_array(np.fromiter(map(self._crc, records), np.uint32, len(records)))
         stored = footers if isinstance(footers, np.ndarray) else np.frombuffer(footers, "<u4")
         bad = np.flatnonzero(computed != stored)
         if not bad.size:
-            yield from self._publish(records, starts, base, end, index)
-            return
+            return self._publish(records, ends, start, index)
+        return self._hand_out_damaged(records, ends, start, index, bad.tolist(), stored, computed)
+
+    def _hand_out_damaged(
+        self,
+        records: list[bytes],
+        ends: np.ndarray,
+        start: int,
+        index: int,
+        bad: list[int],
+        stored: np.ndarray,
+        computed: np.ndarray,
+    ) -> Iterator[bytes]:
+        """Yield the intact records around the ``bad`` ones, reporting each bad one in turn."""
         first = 0
-        for k in bad.tolist():
-            yield from self._publish(records[first:k], starts[first:k], base, base + starts[k], index + first)
+        for k in bad:
+            offset = int(ends[k - 1]) if k else start
+            first_start = int(ends[first - 1]) if first else start
+            yield from self._publish(records[first:k], ends[first:k], first_start, index + first)
+            self._publish([], _NO_ENDS, offset, index + k)
             self._report(
                 ChecksumError(
-                    f"data CRC mismatch in a record of {len(records[k])} bytes: "
-                    f"stored {int(stored[k]):#010x}, computed {int(computed[k]):#010x}; "
-                    "the record's bytes are damaged",
+                    f"data CRC mismatch in a record of {len(records[k])} bytes "
+                    f"(data at offset {offset + HEADER}): stored {int(stored[k]):#010x}, "
+                    f"computed {int(computed[k]):#010x}; the record's bytes are damaged",
                     part="data",
                     stored=int(stored[k]),
                     computed=int(computed[k]),
                     path=self.path,
                     index=index + k,
-                    offset=base + starts[k],
+                    offset=offset,
                 )
             )
             first = k + 1
-        yield from self._publish(records[first:], starts[first:], base, end, index + first)
+        yield from self._publish(records[first:], ends[first:], int(ends[first - 1]), index + first)
 
-    def _publish(
-        self, records: list[bytes], starts: list[int], base: int, end: int, index: int
-    ) -> Iterator[bytes]:
+    def _publish(self, records: list[bytes], ends: np.ndarray, start: int, index: int) -> Iterator[bytes]:
+        """Make ``records`` the batch being handed out; progress is derived from it."""
         self._batch = iter(records)
-        self._batch_starts = starts
-        self._batch_base = base
-        self._batch_end = end
+        self._batch_ends = ends
+        self._batch_start = start
+        self._batch_end = int(ends[-1]) if len(ends) else start
         self._batch_index = index
         return self._batch
 
@@ -408,7 +473,7 @@ class RecordReader:
                 FOOTER - len(footer), base + pos + HEADER + length + len(footer), base + pos, index
             )
         if len(data) < length or len(footer) < FOOTER:
-            self._publish([], [], 0, base + pos, index)
+            self._publish([], _NO_ENDS, base + pos, index)
             self._report(self._truncation_error(length, len(data) + len(footer), base + pos, index))
             raise _EndOfStream
         return data, footer
@@ -533,11 +598,18 @@ class RecordReader:
         return f"<RecordReader {self.path or '<stream>'} offset={self.offset} index={self.index}>"
 
 
-def _stored_crcs(buf: bytes, records: list[bytes], starts: list[int]) -> np.ndarray:
-    """The data CRCs stored in the footers of ``records`` (frames at ``starts`` in ``buf``)."""
-    footers = np.array(starts, np.int64) + np.fromiter(map(len, records), np.int64, len(records)) + HEADER
-    stored: np.ndarray = np.frombuffer(buf, np.uint8)[footers[:, None] + _FOOTER_BYTES].view("<u4").ravel()
-    return stored
+def _stored_crcs(buf: bytes, ends: np.ndarray) -> np.ndarray:
+    """The data CRCs stored in the footers of the frames ending at ``ends`` in ``buf``."""
+    stored: np.ndarray = np.frombuffer(buf, np.uint8)[(ends - FOOTER)[:, None] + _FOOTER_BYTES]
+    return stored.view("<u4").ravel()
+
+
+def _first_bad_length_vectorised(buf: bytes, starts: np.ndarray) -> int | None:
+    u8 = np.frombuffer(buf, np.uint8)
+    computed = masked_crc_rows(u8[starts[:, None] + _LENGTH_BYTES])
+    stored = u8[starts[:, None] + _LENGTH_CRC_BYTES].view("<u4").ravel()
+    bad = np.flatnonzero(computed != stored)
+    return int(starts[bad[0]]) if bad.size else None
 
 
 def _count_equal_headers(buf: bytes, pos: int, stride: int) -> int:

@@ -24,7 +24,7 @@ from typing import IO
 import numpy as np
 
 from ..errors import TfrecError
-from .compression import open_compressed, resolve_compression
+from .compression import check_level, open_compressed, resolve_compression
 from .crc import crc_function, mask, mask_array, masked_crc
 
 __all__ = ["RecordWriter", "write_records"]
@@ -45,8 +45,9 @@ class RecordWriter:
     Args:
         destination: a path, or a binary file object opened for writing (it is
             not closed by the writer).
-        compression: ``None``, ``"gzip"``, ``"zlib"`` or ``"auto"`` (from the
-            suffix: ``.gz`` -> gzip, ``.zz``/``.zlib`` -> zlib).
+        compression: ``"auto"`` (the default: from the suffix, ``.gz`` -> gzip,
+            ``.zz``/``.zlib`` -> zlib, anything else or a file object -> none),
+            ``None``, ``"gzip"`` or ``"zlib"``.
         compression_level: zlib level 0-9; ``None`` for zlib's default (as TF).
 
     A path is written through a temporary file in the same directory, renamed
@@ -62,13 +63,17 @@ class RecordWriter:
     def __init__(
         self,
         destination: str | os.PathLike[str] | IO[bytes],
-        compression: str | None = None,
+        compression: str | None = "auto",
         *,
         compression_level: int | None = None,
     ) -> None:
         self._path: str | None = None
         self._temp_path: str | None = None
         self._raw: IO[bytes]
+        is_path = isinstance(destination, (str, os.PathLike))
+        # Validate before any file is created.
+        codec = resolve_compression(compression, destination if is_path else None)  # type: ignore[arg-type]
+        check_level(compression_level)
         if isinstance(destination, (str, os.PathLike)):
             self._path = os.fspath(destination)
             directory, name = os.path.split(os.path.abspath(self._path))
@@ -78,7 +83,6 @@ class RecordWriter:
             self._raw = os.fdopen(fd, "wb")
         else:
             self._raw = destination
-        codec = resolve_compression(compression, self._path)
         self._stream = open_compressed(self._raw, codec, compression_level)
         self._crc = crc_function()
         self._headers: dict[int, bytes] = {}
@@ -225,11 +229,17 @@ class RecordWriter:
 def write_records(
     destination: str | os.PathLike[str] | IO[bytes],
     records: Iterable[Bytes],
-    compression: str | None = None,
+    compression: str | None = "auto",
     *,
     compression_level: int | None = None,
 ) -> int:
     """Write every record of ``records`` to ``destination`` as TFRecord frames.
+
+    Args:
+        destination: a path or a binary file object (left open).
+        records: bytes-like objects.
+        compression: ``"auto"`` (from the suffix), ``None``, ``"gzip"`` or ``"zlib"``.
+        compression_level: zlib level 0-9; ``None`` for zlib's default.
 
     Returns:
         The number of records written.

@@ -1,0 +1,172 @@
+"""The exception hierarchy: builtin bases, messages, attributes, pickling."""
+
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+from pathlib import Path
+
+import pytest
+
+import tfrec
+import tfrec.errors
+
+# id, exception, message, attributes
+INSTANCES: list[tuple[str, Exception, str, dict[str, object]]] = [
+    ("TfrecError", tfrec.TfrecError("something failed"), "something failed", {}),
+    (
+        "RecordError",
+        tfrec.RecordError("bad frame", path="data.tfrecord", index=3, offset=120),
+        "data.tfrecord, record 3, offset 120: bad frame",
+        {"path": "data.tfrecord", "index": 3, "offset": 120, "problem": "bad frame"},
+    ),
+    (
+        "RecordError_anonymous_stream",
+        tfrec.RecordError("bad frame"),
+        "<stream>: bad frame",
+        {"path": None, "index": None, "offset": None},
+    ),
+    (
+        "RecordError_pathlib",
+        tfrec.RecordError("bad frame", path=Path("dir") / "x.tfrecord", offset=0),
+        f"{Path('dir') / 'x.tfrecord'}, offset 0: bad frame",
+        {"path": str(Path("dir") / "x.tfrecord"), "index": None, "offset": 0},
+    ),
+    (
+        "ChecksumError",
+        tfrec.ChecksumError(
+            "data CRC mismatch", part="data", stored=0x1234, computed=0xABCD, path="x", index=0, offset=0
+        ),
+        "x, record 0, offset 0: data CRC mismatch",
+        {"part": "data", "stored": 0x1234, "computed": 0xABCD, "path": "x", "index": 0, "offset": 0},
+    ),
+    (
+        "TruncatedRecordError",
+        tfrec.TruncatedRecordError("the file is truncated", index=7, offset=99),
+        "<stream>, record 7, offset 99: the file is truncated",
+        {"path": None, "index": 7, "offset": 99},
+    ),
+    ("DecodeError", tfrec.DecodeError("not an Example", key="label"), "not an Example", {"key": "label"}),
+    ("DecodeError_no_key", tfrec.DecodeError("not an Example"), "not an Example", {"key": None}),
+    ("SchemaError", tfrec.SchemaError("bad spec"), "bad spec", {}),
+    ("EncodeError", tfrec.EncodeError("too big for int64", key="id"), "too big for int64", {"key": "id"}),
+    ("MissingFeatureError", tfrec.MissingFeatureError("no 'label'", key="label"), "no 'label'", {"key": "label"}),
+    (
+        "OptionalDependencyError",
+        tfrec.OptionalDependencyError("google-crc32c", "fast", "fast CRC32C"),
+        "fast CRC32C needs the optional package 'google-crc32c': install it with: pip install 'tfrec[fast]'",
+        {"package": "google-crc32c", "extra": "fast"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("exc", "message", "attributes"), [case[1:] for case in INSTANCES], ids=[case[0] for case in INSTANCES]
+)
+def test_error_message_and_attributes(exc: Exception, message: str, attributes: dict[str, object]) -> None:
+    assert str(exc) == message
+    for name, value in attributes.items():
+        assert getattr(exc, name) == value
+
+
+@pytest.mark.parametrize(
+    ("exc", "message", "attributes"), [case[1:] for case in INSTANCES], ids=[case[0] for case in INSTANCES]
+)
+def test_error_survives_pickling(exc: Exception, message: str, attributes: dict[str, object]) -> None:
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        copy = pickle.loads(pickle.dumps(exc, protocol))
+        assert type(copy) is type(exc)
+        assert str(copy) == message
+        assert copy.args == exc.args
+        assert copy.__dict__ == exc.__dict__
+        for name, value in attributes.items():
+            assert getattr(copy, name) == value
+
+
+def test_error_notes_survive_pickling() -> None:
+    exc = tfrec.ChecksumError("bad", part="length", stored=1, computed=2)
+    exc.add_note("while reading shard 3")
+    copy = pickle.loads(pickle.dumps(exc))
+    assert copy.__notes__ == ["while reading shard 3"]
+
+
+def test_error_raised_by_the_reader_survives_pickling(tmp_path: Path) -> None:
+    path = tmp_path / "damaged.tfrecord"
+    tfrec.write_records(path, [b"first", b"second"])
+    data = bytearray(path.read_bytes())
+    data[21 + 12] ^= 0xFF  # a data byte of record 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(tfrec.ChecksumError) as info:
+        list(tfrec.read_records(path))
+    copy = pickle.loads(pickle.dumps(info.value))
+    assert (copy.path, copy.index, copy.offset, copy.part) == (str(path), 1, 21, "data")
+    assert (copy.stored, copy.computed) == (info.value.stored, info.value.computed)
+    assert str(copy) == str(info.value)
+
+
+def test_truncation_raised_by_the_reader_survives_pickling() -> None:
+    with pytest.raises(tfrec.TruncatedRecordError) as info:
+        list(tfrec.read_records(io.BytesIO(struct.pack("<Q", 5)), None))
+    copy = pickle.loads(pickle.dumps(info.value))
+    assert (copy.path, copy.index, copy.offset) == (None, 0, 0)
+    assert str(copy) == str(info.value) == (
+        "<stream>, record 0, offset 0: the stream ends 8 bytes into a 12-byte record header: "
+        "the file is truncated or has trailing garbage"
+    )
+
+
+# class, the classes it must be an instance of (besides itself)
+HIERARCHY: list[tuple[type[Exception], tuple[type[BaseException], ...]]] = [
+    (tfrec.TfrecError, (Exception,)),
+    (tfrec.RecordError, (tfrec.TfrecError, ValueError)),
+    (tfrec.ChecksumError, (tfrec.RecordError, tfrec.TfrecError, ValueError)),
+    (tfrec.TruncatedRecordError, (tfrec.RecordError, tfrec.TfrecError, ValueError, EOFError)),
+    (tfrec.DecodeError, (tfrec.TfrecError, ValueError)),
+    (tfrec.SchemaError, (tfrec.TfrecError, ValueError)),
+    (tfrec.EncodeError, (tfrec.TfrecError, ValueError)),
+    (tfrec.MissingFeatureError, (tfrec.TfrecError, LookupError)),
+    (tfrec.OptionalDependencyError, (tfrec.TfrecError, ImportError)),
+]
+
+
+@pytest.mark.parametrize(("cls", "bases"), HIERARCHY, ids=[cls.__name__ for cls, _ in HIERARCHY])
+def test_error_hierarchy(cls: type[Exception], bases: tuple[type[BaseException], ...]) -> None:
+    instance = next(exc for _, exc, _, _ in INSTANCES if type(exc) is cls)
+    for base in bases:
+        assert issubclass(cls, base)
+        assert isinstance(instance, base)
+    caught_as = bases[-1]
+    with pytest.raises(caught_as):
+        raise instance
+
+
+@pytest.mark.parametrize(
+    ("cls", "not_a"),
+    [
+        (tfrec.ChecksumError, EOFError),
+        (tfrec.MissingFeatureError, ValueError),
+        (tfrec.OptionalDependencyError, ValueError),
+        (tfrec.SchemaError, tfrec.RecordError),
+    ],
+)
+def test_error_is_not_an_unrelated_builtin(cls: type[Exception], not_a: type[BaseException]) -> None:
+    assert not issubclass(cls, not_a)
+
+
+def test_warning_class_is_a_user_warning_and_not_an_error() -> None:
+    assert issubclass(tfrec.TfrecWarning, UserWarning)
+    assert not issubclass(tfrec.TfrecWarning, tfrec.TfrecError)
+    warning = tfrec.TfrecWarning("skipped damaged data: x, record 1, offset 2: bad")
+    copy = pickle.loads(pickle.dumps(warning))
+    assert type(copy) is tfrec.TfrecWarning
+    assert str(copy) == str(warning)
+
+
+def test_every_error_is_exported_from_tfrec() -> None:
+    for name in tfrec.errors.__all__:
+        assert getattr(tfrec, name) is getattr(tfrec.errors, name)
+        assert name in tfrec.__all__
+    assert {cls for cls, _ in HIERARCHY} | {tfrec.TfrecWarning} == {
+        getattr(tfrec.errors, name) for name in tfrec.errors.__all__
+    }
