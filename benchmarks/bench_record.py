@@ -150,15 +150,6 @@ def raw_read(path: str, count: int) -> int:
 # -- subprocess peers -------------------------------------------------------------------------------
 
 
-def patch_crcmod() -> None:
-    # Work around a tfrec bug: crcmod/__init__.py rebinds the package attribute `crcmod.crcmod` to
-    # the package itself, so tfrec's `crcmod.crcmod._usingExtension` raises AttributeError.
-    # Point the attribute back at the submodule (a no-op once tfrec reads the flag another way).
-    import crcmod
-
-    crcmod.crcmod = sys.modules["crcmod.crcmod"]
-
-
 def peer_main(args: argparse.Namespace) -> int:
     """Subprocess mode: measure one peer on the reference file; print a JSON result."""
     name = args.workloads[0]
@@ -167,7 +158,6 @@ def peer_main(args: argparse.Namespace) -> int:
     result: dict[str, Any]
     try:
         if args.peer == "crcmod":
-            patch_crcmod()
             records = make_records(name, args.quick)
             label = f"tfrec ({crc_backend()})"
             out = os.path.join(args.dir, f"{name}.crcmod.tfrecord")

@@ -6,14 +6,20 @@ with it do not trust tfrec's checksum code.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import struct
 import sys
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
+
+import tfrec.record.crc as crc_module
+from tfrec import TfrecError
+from tfrec.record import crc_backend
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
@@ -66,6 +72,38 @@ def reference_frames(records: Iterable[bytes]) -> bytes:
     return b"".join(map(reference_frame, records))
 
 
+def choose_crc_backend_quietly() -> None:
+    """Make tfrec choose its CRC backend now, accepting the one-time slow-backend warning.
+
+    Without a C backend tfrec warns once (RuntimeWarning); with filterwarnings=error
+    that would fail whichever test came first. tests/record/test_crc.py checks the warning.
+    """
+    with warnings.catch_warnings(), contextlib.suppress(TfrecError):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        crc_backend()  # an invalid TFREC_CRC_BACKEND raises: the tests that need CRCs will say so
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _crc_backend_chosen() -> None:
+    choose_crc_backend_quietly()
+
+
+@pytest.fixture
+def fresh_crc_backend() -> Iterator[pytest.MonkeyPatch]:
+    """tfrec forgets its CRC backend and chooses again on next use, under this monkeypatch.
+
+    Afterwards the patches are undone and the real backend is chosen again.
+    """
+    crc_module._backend.cache_clear()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.delenv("TFREC_CRC_BACKEND", raising=False)
+            yield patch
+    finally:
+        crc_module._backend.cache_clear()
+        choose_crc_backend_quietly()
+
+
 @pytest.fixture(scope="session")
 def make_golden() -> ModuleType:
     """tests/golden/make_golden.py (no __init__.py there), imported without TensorFlow."""
@@ -87,7 +125,10 @@ def golden_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def ref() -> SimpleNamespace:
-    """Independent TFRecord framing: crc32c, mask, masked_crc, header(length), frame(record), frames(records)."""
+    """Independent TFRecord framing.
+
+    ``crc32c``, ``mask``, ``masked_crc``, ``header(length)``, ``frame(record)``, ``frames(records)``.
+    """
     return SimpleNamespace(
         crc32c=reference_crc32c,
         mask=reference_mask,

@@ -51,7 +51,12 @@ INSTANCES: list[tuple[str, Exception, str, dict[str, object]]] = [
     ("DecodeError_no_key", tfrec.DecodeError("not an Example"), "not an Example", {"key": None}),
     ("SchemaError", tfrec.SchemaError("bad spec"), "bad spec", {}),
     ("EncodeError", tfrec.EncodeError("too big for int64", key="id"), "too big for int64", {"key": "id"}),
-    ("MissingFeatureError", tfrec.MissingFeatureError("no 'label'", key="label"), "no 'label'", {"key": "label"}),
+    (
+        "MissingFeatureError",
+        tfrec.MissingFeatureError("no 'label'", key="label"),
+        "no 'label'",
+        {"key": "label"},
+    ),
     (
         "OptionalDependencyError",
         tfrec.OptionalDependencyError("google-crc32c", "fast", "fast CRC32C"),
@@ -110,9 +115,13 @@ def test_truncation_raised_by_the_reader_survives_pickling() -> None:
         list(tfrec.read_records(io.BytesIO(struct.pack("<Q", 5)), None))
     copy = pickle.loads(pickle.dumps(info.value))
     assert (copy.path, copy.index, copy.offset) == (None, 0, 0)
-    assert str(copy) == str(info.value) == (
-        "<stream>, record 0, offset 0: the stream ends 8 bytes into a 12-byte record header: "
-        "the file is truncated or has trailing garbage"
+    assert (
+        str(copy)
+        == str(info.value)
+        == (
+            "<stream>, record 0, offset 0: the stream ends 8 bytes into a 12-byte record header: "
+            "the file is truncated or has trailing garbage"
+        )
     )
 
 

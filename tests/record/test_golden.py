@@ -25,7 +25,11 @@ def payloads(make_golden: ModuleType) -> dict[str, list[bytes]]:
 
 
 def test_manifest_lists_every_case_in_every_compression(make_golden: ModuleType) -> None:
-    expected = {make_golden.file_name(case, c) for case in make_golden.CASES for c in make_golden.COMPRESSIONS}
+    expected = {
+        make_golden.file_name(case, compression)
+        for case in make_golden.CASES
+        for compression in make_golden.COMPRESSIONS
+    }
     assert set(FILES) == expected
     committed = {p.name for p in GOLDEN_DIR.iterdir() if ".tfrecord" in p.name}
     assert committed == expected

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import warnings
@@ -50,11 +51,12 @@ def _google_crc32c() -> tuple[CrcFunction, str]:
 
 
 def _crcmod() -> tuple[CrcFunction, str]:
-    import crcmod.crcmod
     import crcmod.predefined
 
+    # Not `crcmod.crcmod`: the package rebinds that attribute to itself.
+    implementation = importlib.import_module("crcmod.crcmod")
     function = crcmod.predefined.mkPredefinedCrcFun("crc-32c")
-    return function, "crcmod" if crcmod.crcmod._usingExtension else "crcmod-python"
+    return function, "crcmod" if implementation._usingExtension else "crcmod-python"
 
 
 _LOADERS = {"google-crc32c": _google_crc32c, "crcmod": _crcmod}
@@ -69,15 +71,11 @@ def _backend() -> tuple[CrcFunction, str]:
                 f"{_ENV_VAR}={forced!r} is not a CRC backend: expected one of {', '.join(BACKENDS)}"
             )
         try:
-            return _LOADERS[forced]()
+            function, name = _LOADERS[forced]()
         except ImportError as exc:
             raise TfrecError(f"{_ENV_VAR}={forced!r} cannot be used: {exc}") from exc
-    if importlib.util.find_spec("google_crc32c") is not None:
-        try:
-            return _google_crc32c()
-        except ImportError:
-            pass
-    function, name = _crcmod()
+    else:
+        function, name = _default_backend()
     if name == "crcmod-python":
         warnings.warn(
             "tfrec is computing CRC32C with crcmod's pure-Python code, about 30x slower than "
@@ -86,6 +84,15 @@ def _backend() -> tuple[CrcFunction, str]:
             stacklevel=3,
         )
     return function, name
+
+
+def _default_backend() -> tuple[CrcFunction, str]:
+    if importlib.util.find_spec("google_crc32c") is not None:
+        try:
+            return _google_crc32c()
+        except ImportError:
+            pass
+    return _crcmod()
 
 
 def crc_backend() -> str:

@@ -74,6 +74,7 @@ class RecordWriter:
         # Validate before any file is created.
         codec = resolve_compression(compression, destination if is_path else None)  # type: ignore[arg-type]
         check_level(compression_level)
+        self._crc = crc_function()
         if isinstance(destination, (str, os.PathLike)):
             self._path = os.fspath(destination)
             directory, name = os.path.split(os.path.abspath(self._path))
@@ -84,7 +85,6 @@ class RecordWriter:
         else:
             self._raw = destination
         self._stream = open_compressed(self._raw, codec, compression_level)
-        self._crc = crc_function()
         self._headers: dict[int, bytes] = {}
         self._pending: list[Bytes] = []
         self._pending_bytes = 0
