@@ -13,6 +13,7 @@ import argparse
 import filecmp
 import sys
 import tempfile
+import warnings
 from importlib import metadata
 from pathlib import Path
 
@@ -24,7 +25,9 @@ OUTPUTS = ["feature_pb2.py", "feature_pb2.pyi", "example_pb2.py", "example_pb2.p
 
 def generate(out_dir: Path) -> None:
     """Compile every proto under protos/ into ``out_dir``/tfrec/proto."""
-    from grpc_tools import protoc
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # grpcio-tools 1.51 imports the deprecated pkg_resources
+        from grpc_tools import protoc
 
     protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in PROTO_ROOT.rglob("*.proto"))
     args = ["protoc", f"-I{PROTO_ROOT}", f"--python_out={out_dir}", f"--pyi_out={out_dir}", *protos]
