@@ -1,0 +1,311 @@
+"""Schema-less Example and SequenceExample codec (example layer).
+
+``encode_example`` turns a flat mapping of Python/numpy values into the bytes
+of a ``tf.train.Example``; ``decode_example`` turns them back into numpy. Ints
+and bools go to ``int64_list``, floats to ``float_list``, str (UTF-8) and bytes
+to ``bytes_list``; arrays of any shape are flattened row-major. Nothing is
+converted lossily unless asked: float64 values that float32 cannot hold
+exactly need ``allow_downcast=True``.
+
+Example:
+    >>> data = encode_example({"label": 3, "emb": np.ones(2, np.float32), "text": "hi"})
+    >>> decode_example(data)
+    {'label': array([3]), 'emb': array([1., 1.], dtype=float32), 'text': [b'hi']}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from ..errors import DecodeError, EncodeError
+from . import wire
+
+__all__ = [
+    "Value",
+    "decode_example",
+    "decode_sequence_example",
+    "encode_example",
+    "encode_sequence_example",
+]
+
+Value = int | float | bool | str | bytes | np.ndarray | Sequence[Any] | np.generic
+Decoded = np.ndarray | list[bytes] | None
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _varint(value: int) -> bytes:
+    """Encode a non-negative int < 2**64 as a varint."""
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _length_delimited(tag: int, payload: bytes) -> bytes:
+    return bytes((tag,)) + _varint(len(payload)) + payload
+
+
+def _encode_varints(values: np.ndarray) -> bytes:
+    """Packed varints of int64 values (negatives take 10 bytes, as two's complement)."""
+    unsigned = values.astype(np.int64, copy=False).view(np.uint64)
+    if unsigned.size < 16:
+        return b"".join(_varint(int(v)) for v in unsigned.tolist())
+    # Vectorised: 7 bits per byte, continuation bit on every byte but the last.
+    lengths = np.ones(unsigned.size, np.int64)
+    for i in range(1, 10):
+        lengths += unsigned >= np.uint64(1 << (7 * i))
+    out = np.empty(int(lengths.sum()), np.uint8)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    for i in range(10):
+        present = np.flatnonzero(lengths > i)
+        if not present.size:
+            break
+        byte = (unsigned[present] >> np.uint64(7 * i)) & np.uint64(0x7F)
+        more = (lengths[present] > i + 1).astype(np.uint64) << np.uint64(7)
+        out[starts[present] + i] = (byte | more).astype(np.uint8)
+    return out.tobytes()
+
+
+def _kind_of(key: str, value: Any, allow_downcast: bool) -> tuple[int, Any]:
+    """Classify ``value``: return ``(kind, normalised values)``, or raise EncodeError."""
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        return wire.BYTES, [_as_bytes(key, value)]
+    if isinstance(value, (bool, np.bool_, int, np.integer)):
+        return wire.INT64, _int_array(key, np.asarray([value]) if isinstance(value, np.generic) else [value])
+    if isinstance(value, (float, np.floating)):
+        return wire.FLOAT, _float_array(key, np.asarray([value]), allow_downcast)
+    if isinstance(value, np.ndarray):
+        return _array_kind(key, value, allow_downcast)
+    if isinstance(value, Iterable) and not isinstance(value, Mapping):
+        items = list(value)
+        if not items:
+            return wire.NONE, None  # no values, no kind: stored as an empty Feature
+        kinds = {_scalar_kind(item) for item in items}
+        if len(kinds) != 1 or None in kinds:
+            found = ", ".join(sorted({type(item).__name__ for item in items}))
+            raise EncodeError(
+                f"key {key!r}: a list must hold one kind of value (ints/bools, floats or str/bytes); "
+                f"found {found}",
+                key=key,
+            )
+        kind = cast(int, kinds.pop())
+        if kind == wire.BYTES:
+            return kind, [_as_bytes(key, item) for item in items]
+        if kind == wire.INT64:
+            return kind, _int_array(key, items)
+        return kind, _float_array(key, np.asarray(items, np.float64), allow_downcast)
+    raise EncodeError(
+        f"key {key!r}: cannot store a {type(value).__name__} in an Example "
+        "(expected int, float, bool, str, bytes, a list of them or a numpy array)",
+        key=key,
+    )
+
+
+def _scalar_kind(item: Any) -> int | None:
+    if isinstance(item, (str, bytes, bytearray, memoryview)):
+        return wire.BYTES
+    if isinstance(item, (bool, np.bool_, int, np.integer)):
+        return wire.INT64
+    if isinstance(item, (float, np.floating)):
+        return wire.FLOAT
+    return None
+
+
+def _as_bytes(key: str, value: Any) -> bytes:
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise EncodeError(
+                f"key {key!r}: text is not valid UTF-8 ({exc.reason}); pass bytes", key=key
+            ) from None
+    return bytes(value)
+
+
+def _int_array(key: str, values: Any) -> np.ndarray:
+    """int64 array of ``values``; refuse anything outside int64."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biu":
+        if values.dtype.kind == "u" and values.size and values.max() > _INT64_MAX:
+            raise EncodeError(f"key {key!r}: {int(values.max())} (uint64) does not fit in int64", key=key)
+        return values.astype(np.int64).ravel()
+    ints = [int(v) for v in values]
+    too_big = next((v for v in ints if not _INT64_MIN <= v <= _INT64_MAX), None)
+    if too_big is not None:
+        raise EncodeError(f"key {key!r}: {too_big} does not fit in int64", key=key)
+    return np.array(ints, np.int64)
+
+
+def _float_array(key: str, values: np.ndarray, allow_downcast: bool) -> np.ndarray:
+    """float32 array of ``values``; refuse float64 values that float32 would change."""
+    narrow = values.astype(np.float32).ravel()
+    if values.dtype.itemsize > 4 and not allow_downcast:
+        wide = values.ravel()
+        with np.errstate(invalid="ignore"):
+            changed = (narrow.astype(wide.dtype) != wide) & ~(np.isnan(wide) & np.isnan(narrow))
+        if changed.any():
+            first = wide[np.flatnonzero(changed)[0]]
+            raise EncodeError(
+                f"key {key!r}: {float(first)!r} is not exactly representable as float32 "
+                "(Examples store float32); pass float32 values, or allow_downcast=True to round",
+                key=key,
+            )
+    return narrow
+
+
+def _array_kind(key: str, array: np.ndarray, allow_downcast: bool) -> tuple[int, Any]:
+    kind = array.dtype.kind
+    if kind in "biu":
+        return wire.INT64, _int_array(key, array.ravel())
+    if kind == "f":
+        return wire.FLOAT, _float_array(key, array, allow_downcast)
+    if kind in "SUO":
+        items = array.ravel().tolist()
+        if kind == "O" and not all(isinstance(v, (str, bytes)) for v in items):
+            return _kind_of(key, items, allow_downcast) if items else (wire.BYTES, [])  # object ints/floats
+        return wire.BYTES, [_as_bytes(key, v) for v in items]
+    raise EncodeError(
+        f"key {key!r}: cannot store a numpy array of dtype {array.dtype} in an Example", key=key
+    )
+
+
+def _encode_feature(kind: int, values: Any) -> bytes:
+    """The bytes of a Feature message holding ``values`` of ``kind``."""
+    if kind == wire.NONE:
+        return b""
+    if kind == wire.BYTES:
+        body = b"".join(_length_delimited(0x0A, v) for v in values)
+    elif kind == wire.FLOAT:
+        body = _length_delimited(0x0A, values.astype("<f4").tobytes()) if values.size else b""
+    else:
+        body = _length_delimited(0x0A, _encode_varints(values)) if values.size else b""
+    return _length_delimited(0x0A if kind == wire.BYTES else 0x12 if kind == wire.FLOAT else 0x1A, body)
+
+
+def _encode_features(mapping: Mapping[str, Any], allow_downcast: bool) -> bytes:
+    entries = []
+    for key, value in mapping.items():
+        if not isinstance(key, str):
+            raise EncodeError(f"feature keys must be str, not {type(key).__name__} ({key!r})", key=str(key))
+        feature = _encode_feature(*_kind_of(key, value, allow_downcast))
+        entries.append(
+            _length_delimited(0x0A, _length_delimited(0x0A, key.encode()) + _length_delimited(0x12, feature))
+        )
+    return b"".join(entries)
+
+
+def encode_example(mapping: Mapping[str, Value], *, allow_downcast: bool = False) -> bytes:
+    """Serialize a flat mapping of values as a ``tf.train.Example``.
+
+    Args:
+        mapping: feature key -> int, float, bool, str, bytes, a list of one of
+            those kinds, or a numpy array (flattened row-major). An empty list
+            has no kind: it is stored as a Feature with no kind set, which
+            parse specs treat as missing.
+        allow_downcast: round float64 values to float32 instead of refusing
+            those that would change.
+
+    Raises:
+        EncodeError: a value cannot be stored without loss; names the key.
+
+    Example:
+        >>> tfrec.encode_example({"label": 1, "tokens": [4, 5]})
+        b'...'
+    """
+    return _length_delimited(0x0A, _encode_features(mapping, allow_downcast))
+
+
+def encode_sequence_example(
+    context: Mapping[str, Value] | None = None,
+    feature_lists: Mapping[str, Sequence[Value]] | None = None,
+    *,
+    allow_downcast: bool = False,
+) -> bytes:
+    """Serialize a ``tf.train.SequenceExample``: context features and per-step feature lists.
+
+    Example:
+        >>> tfrec.encode_sequence_example({"id": 7}, {"tokens": [[1, 2], [3]]})
+        b'...'
+    """
+    out = _length_delimited(0x0A, _encode_features(context or {}, allow_downcast))
+    lists = []
+    for key, steps in (feature_lists or {}).items():
+        if not isinstance(key, str):
+            raise EncodeError(f"feature list keys must be str, not {type(key).__name__}", key=str(key))
+        if isinstance(steps, (str, bytes, np.ndarray)) and not (
+            isinstance(steps, np.ndarray) and steps.ndim > 1
+        ):
+            raise EncodeError(
+                f"key {key!r}: a feature list is a sequence of steps (one value per step); "
+                f"got a {type(steps).__name__}",
+                key=key,
+            )
+        body = b"".join(
+            _length_delimited(0x0A, _encode_feature(*_kind_of(key, step, allow_downcast))) for step in steps
+        )
+        lists.append(
+            _length_delimited(0x0A, _length_delimited(0x0A, key.encode()) + _length_delimited(0x12, body))
+        )
+    return out + _length_delimited(0x12, b"".join(lists))
+
+
+def _decode_feature(data: bytes, feature: wire.Feature) -> Decoded:
+    if feature.kind == wire.BYTES:
+        return wire.bytes_values(data, feature)
+    if feature.kind == wire.FLOAT:
+        return wire.float_values(data, feature)
+    if feature.kind == wire.INT64:
+        return wire.int64_values(data, feature)
+    return None
+
+
+def _key(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def decode_example(data: bytes) -> dict[str, Decoded]:
+    """Decode a serialized ``tf.train.Example`` without a schema.
+
+    Returns:
+        key -> int64 array, float32 array, or list of bytes (``None`` for a
+        Feature with no kind set).
+
+    Raises:
+        DecodeError: the bytes are not a well-formed Example.
+
+    Example:
+        >>> tfrec.decode_example(tfrec.encode_example({"x": [1, 2]}))
+        {'x': array([1, 2])}
+    """
+    try:
+        return {_key(key): _decode_feature(data, f) for key, f in wire.scan_example(bytes(data)).items()}
+    except wire.WireError as exc:
+        raise DecodeError(f"not a valid Example: {exc}") from None
+
+
+def decode_sequence_example(data: bytes) -> tuple[dict[str, Decoded], dict[str, list[Decoded]]]:
+    """Decode a serialized ``tf.train.SequenceExample`` without a schema.
+
+    Returns:
+        ``(context, feature_lists)``: like :func:`decode_example`, and key ->
+        one decoded value per step.
+
+    Example:
+        >>> context, lists = tfrec.decode_sequence_example(blob)
+    """
+    try:
+        data = bytes(data)
+        context, lists = wire.scan_sequence_example(data)
+        return (
+            {_key(k): _decode_feature(data, f) for k, f in context.items()},
+            {_key(k): [_decode_feature(data, f) for f in steps] for k, steps in lists.items()},
+        )
+    except wire.WireError as exc:
+        raise DecodeError(f"not a valid SequenceExample: {exc}") from None

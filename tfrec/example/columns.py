@@ -1,0 +1,164 @@
+"""Columns: the values of one feature across a batch of Examples (example layer).
+
+Parsing is batch-oriented: a list of serialized Examples goes in, and for each
+requested key comes out a :class:`Column`, the kind found in each record, the
+number of values in each, and all values concatenated. Spec semantics (shapes,
+defaults, padding, sparse and ragged layouts) are applied to columns by
+:mod:`tfrec.example.parsing`, so the per-record and the lockstep decoders share them.
+
+Example:
+    >>> columns = gather_columns([data0, data1], {b"label": INT64})
+    >>> columns[b"label"].counts
+    array([1, 1])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import wire
+from .lockstep import lockstep_columns
+
+__all__ = ["Column", "decode_values", "gather_columns"]
+
+
+@dataclass
+class Column:
+    """One feature across a batch.
+
+    Attributes:
+        kinds: per record, the kind found (``wire.NONE`` when the key is
+            missing or its Feature has no kind set).
+        counts: per record, how many values it holds (0 unless its kind is the
+            wanted kind).
+        values: the values of the records whose kind is the wanted kind,
+            concatenated in record order: int64 or float32 array, or a list of
+            bytes.
+    """
+
+    kinds: np.ndarray
+    counts: np.ndarray
+    values: np.ndarray | list[bytes]
+
+    def offsets(self) -> np.ndarray:
+        """Start of each record's values in :attr:`values` (length ``B + 1``)."""
+        out = np.zeros(len(self.counts) + 1, np.int64)
+        np.cumsum(self.counts, out=out[1:])
+        return out
+
+
+def decode_values(data: bytes, feature: wire.Feature) -> np.ndarray | list[bytes]:
+    """The values of one scanned Feature, by its kind."""
+    if feature.kind == wire.BYTES:
+        return wire.bytes_values(data, feature)
+    if feature.kind == wire.FLOAT:
+        return wire.float_values(data, feature)
+    return wire.int64_values(data, feature)
+
+
+def empty_values(kind: int) -> np.ndarray | list[bytes]:
+    if kind == wire.BYTES:
+        return []
+    return np.empty(0, np.float32 if kind == wire.FLOAT else np.int64)
+
+
+def concat_values(kind: int, pieces: Sequence[np.ndarray | list[bytes]]) -> np.ndarray | list[bytes]:
+    if kind == wire.BYTES:
+        out: list[bytes] = []
+        for piece in pieces:
+            out += piece
+        return out
+    arrays = [p for p in pieces if len(p)]
+    if not arrays:
+        return empty_values(kind)
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+def columns_from_features(
+    records: Sequence[bytes], scanned: Sequence[Mapping[bytes, wire.Feature]], wanted: Mapping[bytes, int]
+) -> dict[bytes, Column]:
+    """Build columns from per-record scans (``scanned[i]`` belongs to ``records[i]``)."""
+    columns = {}
+    for key, kind in wanted.items():
+        kinds = np.zeros(len(records), np.int8)
+        counts = np.zeros(len(records), np.int64)
+        pieces = []
+        for row, (data, features) in enumerate(zip(records, scanned, strict=True)):
+            feature = features.get(key)
+            if feature is None or feature.kind == wire.NONE:
+                continue
+            kinds[row] = feature.kind
+            if feature.kind == kind:
+                values = decode_values(data, feature)
+                counts[row] = len(values)
+                pieces.append(values)
+        columns[key] = Column(kinds, counts, concat_values(kind, pieces))
+    return columns
+
+
+def gather_columns(records: Sequence[bytes], wanted: Mapping[bytes, int]) -> dict[bytes, Column]:
+    """Columns of the ``wanted`` keys (key -> expected kind) across ``records``.
+
+    Records that share the first one's layout are decoded together in numpy;
+    the others one by one.
+
+    Raises:
+        wire.WireError: with ``.index`` set to the offending record.
+    """
+    fast = lockstep_columns(records, wanted)
+    if fast is not None:
+        columns, odd = fast
+        if not odd:
+            return columns
+        slow = _per_record(records, odd, wanted)
+        return _merge(columns, slow, odd, len(records), wanted)
+    return _per_record(records, list(range(len(records))), wanted)
+
+
+def _per_record(
+    records: Sequence[bytes], rows: list[int], wanted: Mapping[bytes, int]
+) -> dict[bytes, Column]:
+    keys = frozenset(wanted)
+    scanned = []
+    for row in rows:
+        try:
+            scanned.append(wire.scan_example(records[row], keys))
+        except wire.WireError as exc:
+            exc.index = row  # type: ignore[attr-defined]
+            raise
+    return columns_from_features([records[row] for row in rows], scanned, wanted)
+
+
+def _merge(
+    fast: dict[bytes, Column],
+    slow: dict[bytes, Column],
+    odd: list[int],
+    size: int,
+    wanted: Mapping[bytes, int],
+) -> dict[bytes, Column]:
+    """Put the rows decoded one by one (``odd``) back among the lockstep rows."""
+    is_odd = np.zeros(size, bool)
+    is_odd[odd] = True
+    merged = {}
+    for key, kind in wanted.items():
+        f, s = fast[key], slow[key]
+        kinds = np.empty(size, np.int8)
+        counts = np.empty(size, np.int64)
+        kinds[is_odd], kinds[~is_odd] = s.kinds, f.kinds
+        counts[is_odd], counts[~is_odd] = s.counts, f.counts
+        # Interleave the values record by record: split both at record boundaries.
+        f_off, s_off = f.offsets(), s.offsets()
+        pieces = []
+        fi = si = 0
+        for row in range(size):
+            if is_odd[row]:
+                pieces.append(s.values[s_off[si] : s_off[si + 1]])
+                si += 1
+            else:
+                pieces.append(f.values[f_off[fi] : f_off[fi + 1]])
+                fi += 1
+        merged[key] = Column(kinds, counts, concat_values(kind, pieces))
+    return merged

@@ -1,0 +1,819 @@
+"""TF-compatible parsing of Examples into numpy (example layer).
+
+``parse_example``, ``parse_single_example``, ``parse_sequence_example`` and
+``parse_single_sequence_example`` take the same arguments as ``tf.io``'s and
+return the same values, as numpy arrays, :class:`SparseArray` and
+:class:`RaggedArray`. A batch is decoded into columns first (see
+:mod:`tfrec.example.columns`); each spec then turns its column into output with
+vectorised numpy, reproducing TensorFlow's defaults, padding and checks.
+
+Where TensorFlow's parser and protobuf read odd wire forms differently (a
+Feature with two kinds, a list split over several packed chunks, unknown
+fields in a map entry), tfrec follows protobuf: see the README.
+
+Example:
+    >>> spec = {"label": FixedLenFeature([], int64, default_value=0), "tags": VarLenFeature(string)}
+    >>> parse_example([data0, data1], spec)["label"]
+    array([3, 0])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import DecodeError, MissingFeatureError, SchemaError
+from . import wire
+from .columns import Column, columns_from_features, concat_values, decode_values, gather_columns
+from .specs import (
+    PARTITIONS,
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    RaggedArray,
+    RaggedFeature,
+    SparseArray,
+    SparseFeature,
+    VarLenFeature,
+    as_dtype,
+    float32,
+    int64,
+    string,
+)
+
+__all__ = ["parse_example", "parse_sequence_example", "parse_single_example", "parse_single_sequence_example"]
+
+Spec = FixedLenFeature | VarLenFeature | FixedLenSequenceFeature | SparseFeature | RaggedFeature
+_KIND = {id(int64): wire.INT64, id(float32): wire.FLOAT, id(string): wire.BYTES}
+_TF_NAME = {wire.INT64: "int64", wire.FLOAT: "float", wire.BYTES: "string", wire.NONE: "none"}
+_LIST_NAME = {wire.INT64: "int64", wire.FLOAT: "float", wire.BYTES: "bytes"}
+
+
+def _kind(dtype: np.dtype) -> int:
+    return _KIND[id(dtype)]
+
+
+def _object_array(values: list[bytes]) -> np.ndarray:
+    out = np.empty(len(values), object)
+    out[:] = values
+    return out
+
+
+def _as_array(values: np.ndarray | list[bytes]) -> np.ndarray:
+    return _object_array(values) if isinstance(values, list) else values
+
+
+# -- specs --------------------------------------------------------------------------------------
+
+
+def _shape(key: str, feature: Any) -> tuple[int, ...]:
+    if feature.shape is None:
+        raise SchemaError(f"Missing shape for feature {key}. Received feature={feature}.")
+    shape = tuple(feature.shape)
+    if isinstance(feature, FixedLenFeature) and shape and shape[0] is None:
+        raise SchemaError(
+            f"First dimension of shape for feature {key} unknown. "
+            f"Consider using FixedLenSequenceFeature. Received feature={feature}."
+        )
+    if any(d is None for d in shape):
+        raise SchemaError(
+            f"All dimensions of shape for feature {key} need to be known but received {list(shape)}."
+        )
+    if any(int(d) < 0 for d in shape):
+        raise SchemaError(f"feature {key}: dimensions must be >= 0, got {list(shape)}")
+    return tuple(int(d) for d in shape)
+
+
+def _dtype(key: str, feature: Any) -> np.dtype:
+    if feature.dtype is None:
+        raise SchemaError(f"Missing type for feature {key}. Received feature={feature}.")
+    try:
+        return as_dtype(feature.dtype)
+    except SchemaError as exc:
+        raise SchemaError(f"feature {key}: {exc}") from None
+
+
+def _default(key: str, dtype: np.dtype, value: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A FixedLenFeature default as an array of ``shape`` (reshaped, never broadcast)."""
+    if value is None:
+        return None
+    try:
+        if dtype == string:
+            items = np.asarray(value, dtype=object).ravel().tolist()
+            if not all(isinstance(v, (str, bytes)) for v in items):
+                raise TypeError(f"expected str or bytes values, got {value!r}")
+            array = _object_array([v.encode() if isinstance(v, str) else bytes(v) for v in items])
+        else:
+            raw = np.asarray(value)
+            if raw.dtype.kind in "SUO" or (dtype == int64 and raw.dtype.kind == "f"):
+                raise TypeError(f"cannot convert {value!r} to {dtype}")
+            array = raw.astype(dtype).ravel()
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"feature {key}: default_value does not fit dtype {dtype}: {exc}") from None
+    if array.size != math.prod(shape):
+        raise SchemaError(
+            f"feature {key}: default_value has {array.size} values, but the shape {list(shape)} needs "
+            f"{math.prod(shape)} (it is reshaped, never broadcast)"
+        )
+    if array.size == 0:
+        return None  # as in TF: an empty default leaves the feature required
+    return array.reshape(shape)
+
+
+class _Plan:
+    """Validated specs, and the raw features they read (key -> kind)."""
+
+    def __init__(self, features: Mapping[str, Spec], *, sequence: bool = False) -> None:
+        self.specs: dict[str, Spec] = {}
+        self.reads: dict[bytes, int] = {}
+        self._readers: dict[bytes, str] = {}  # which kind of spec reads each key: dense/sparse/ragged
+        for key in sorted(features):
+            feature = features[key]
+            if isinstance(feature, FixedLenSequenceFeature) and not sequence and not feature.allow_missing:
+                raise SchemaError("Unsupported: FixedLenSequenceFeature requires allow_missing to be True.")
+        for key in sorted(features):
+            self._add(key, features[key], sequence)
+
+    def _read(self, key: str, kind: int, role: str) -> None:
+        raw = key.encode()
+        if self.reads.get(raw, kind) != kind:
+            raise SchemaError(
+                f"Conflicting type {_TF_NAME[self.reads[raw]]} vs {_TF_NAME[kind]} for feature {key}."
+            )
+        other = self._readers.get(raw, role)
+        if other != role:
+            raise SchemaError(f"{other.capitalize()} and {role} keys must not intersect; both read {key!r}")
+        self.reads[raw] = kind
+        self._readers[raw] = role
+
+    def _add(self, key: str, feature: Any, sequence: bool) -> None:
+        if isinstance(feature, FixedLenFeature):
+            dtype, shape = _dtype(key, feature), _shape(key, feature)
+            spec: Spec = FixedLenFeature(shape, dtype, _default(key, dtype, feature.default_value, shape))
+            self._read(key, _kind(dtype), "dense")
+        elif isinstance(feature, FixedLenSequenceFeature):
+            dtype, shape = _dtype(key, feature), _shape(key, feature)
+            if math.prod(shape) == 0:
+                raise SchemaError(
+                    f"feature {key}: a FixedLenSequenceFeature needs a shape with values, got {list(shape)}"
+                )
+            pad = None
+            if feature.default_value is not None:
+                if sequence:
+                    raise SchemaError(f"Value feature_list.dense_defaults[{key}] must be None")
+                pad = _default(key, dtype, feature.default_value, ())
+            spec = FixedLenSequenceFeature(shape, dtype, feature.allow_missing, pad)
+            self._read(key, _kind(dtype), "dense")
+        elif isinstance(feature, VarLenFeature):
+            dtype = _dtype(key, feature)
+            spec = VarLenFeature(dtype)
+            self._read(key, _kind(dtype), "sparse")
+        elif isinstance(feature, SparseFeature) and not sequence:
+            spec = self._sparse(key, feature)
+        elif isinstance(feature, RaggedFeature):
+            spec = self._ragged(key, feature)
+        else:
+            raise SchemaError(f"Unsupported {type(feature).__name__} {feature} for key '{key}'")
+        self.specs[key] = spec
+
+    def _sparse(self, key: str, feature: SparseFeature) -> SparseFeature:
+        if not feature.index_key:
+            raise SchemaError(f"Missing index_key for SparseFeature {feature}.")
+        if not feature.value_key:
+            raise SchemaError(f"Missing value_key for SparseFeature {feature}.")
+        dtype = _dtype(key, feature)
+        if isinstance(feature.index_key, str):
+            if isinstance(feature.size, bool) or not isinstance(feature.size, (int, np.integer)):
+                raise SchemaError(f"SparseFeature {key}: size must be an int when index_key is a str")
+            index_keys, sizes = [feature.index_key], [int(feature.size)]
+        else:
+            index_keys = list(feature.index_key)
+            if not isinstance(feature.size, (list, tuple)):
+                raise SchemaError(f"SparseFeature {key}: size must be a list when index_key is a list")
+            sizes = [int(s) for s in feature.size]
+            if len(sizes) != len(index_keys):
+                raise SchemaError(f"SparseFeature {key}: index_key and size have different lengths")
+        for index_key in index_keys:
+            self._read(index_key, wire.INT64, "sparse")
+        self._read(feature.value_key, _kind(dtype), "sparse")
+        return SparseFeature(
+            tuple(index_keys), feature.value_key, dtype, tuple(sizes), bool(feature.already_sorted)
+        )
+
+    def _ragged(self, key: str, feature: RaggedFeature) -> RaggedFeature:
+        if feature.value_key is not None and not isinstance(feature.value_key, str):
+            raise SchemaError(f"Argument `value_key` must be a string; got {feature.value_key}")
+        if feature.value_key == "":
+            raise SchemaError("Argument `value_key` must not be empty")
+        dtype = _dtype(key, feature)
+        splits_dtype = np.dtype(getattr(feature.row_splits_dtype, "name", feature.row_splits_dtype))
+        if splits_dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
+            raise SchemaError(
+                f"Argument `row_splits_dtype` must be int32 or int64; got {feature.row_splits_dtype!r}"
+            )
+        partitions = tuple(feature.partitions)
+        for partition in partitions:
+            if not isinstance(partition, PARTITIONS):
+                raise SchemaError(
+                    f"Argument `partitions` holds {partition!r}, which is not a RaggedFeature partition"
+                )
+            if not isinstance(partition, RaggedFeature.UniformRowLength):
+                self._read(partition.key, wire.INT64, "ragged")
+        value_key = feature.value_key or key
+        self._read(value_key, _kind(dtype), "ragged")
+        return RaggedFeature(dtype, value_key, partitions, splits_dtype, bool(feature.validate))
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def _name(names: Sequence[str] | None, row: int) -> str:
+    return names[row] if names is not None else "<unknown>"
+
+
+def _where(names: Sequence[str] | None, row: int, key: str, batched: bool) -> str:
+    if not batched:
+        return f"Key: {key}."
+    return f"Name: {_name(names, row)}, Key: {key}, Index: {row}."
+
+
+def _check_kinds(column: Column, kind: int, key: str, names: Sequence[str] | None, batched: bool) -> None:
+    wrong = np.flatnonzero((column.kinds != wire.NONE) & (column.kinds != kind))
+    if wrong.size:
+        row = int(wrong[0])
+        raise DecodeError(
+            f"{_where(names, row, key, batched)}  Data types don't match. Expected type: {_TF_NAME[kind]}, "
+            f"Actual type: {_TF_NAME[int(column.kinds[row])]}",
+            key=key,
+        )
+
+
+# -- one spec, one column -------------------------------------------------------------------------
+
+
+def _fixed(
+    key: str, spec: FixedLenFeature, column: Column, names: Sequence[str] | None, batched: bool
+) -> np.ndarray:
+    kind = _kind(spec.dtype)
+    _check_kinds(column, kind, key, names, batched)
+    size = math.prod(spec.shape)
+    present = column.kinds == kind
+    wrong = np.flatnonzero(present & (column.counts != size))
+    if wrong.size:
+        row = int(wrong[0])
+        raise DecodeError(
+            f"{_where(names, row, key, batched)}  Number of {_LIST_NAME[kind]} values != expected.  "
+            f"Values size: {int(column.counts[row])} but output shape: {list(spec.shape)}",
+            key=key,
+        )
+    rows = len(column.kinds)
+    values = _as_array(column.values)
+    if present.all():
+        return values.reshape((rows, *spec.shape))
+    if spec.default_value is None:
+        row = int(np.flatnonzero(~present)[0])
+        prefix = f"Name: {_name(names, row)}, " if batched else ""
+        raise MissingFeatureError(
+            f"{prefix}Feature: {key} (data type: {_TF_NAME[kind]}) is required but could not be found.",
+            key=key,
+        )
+    out = np.empty((rows, *spec.shape), spec.dtype)
+    out[~present] = spec.default_value
+    out[present] = values.reshape((-1, *spec.shape))
+    return out
+
+
+def _var_len(
+    key: str, spec: VarLenFeature, column: Column, names: Sequence[str] | None, batched: bool
+) -> SparseArray:
+    _check_kinds(column, _kind(spec.dtype), key, names, batched)
+    values = _as_array(column.values)
+    counts = column.counts
+    position = np.arange(values.size) - np.repeat(column.offsets()[:-1], counts)
+    if not batched:
+        return SparseArray(position[:, None], values, np.array([values.size], np.int64))
+    rows = np.repeat(np.arange(counts.size), counts)
+    width = int(counts.max()) if counts.size else 0
+    return SparseArray(np.stack([rows, position], axis=1), values, np.array([counts.size, width], np.int64))
+
+
+def _sequence(
+    key: str, spec: FixedLenSequenceFeature, column: Column, names: Sequence[str] | None, batched: bool
+) -> np.ndarray:
+    kind = _kind(spec.dtype)
+    _check_kinds(column, kind, key, names, batched)
+    stride = math.prod(spec.shape)
+    wrong = np.flatnonzero(column.counts % stride)
+    if wrong.size:
+        row = int(wrong[0])
+        raise DecodeError(
+            f"{_where(names, row, key, batched)}  Number of {_LIST_NAME[kind]} values is not a multiple of "
+            f"stride length. Saw {int(column.counts[row])} values but output shape is: "
+            f"[?,{','.join(map(str, spec.shape))}]",
+            key=key,
+        )
+    return _pad_steps(
+        _as_array(column.values), column.counts // stride, spec.shape, spec.dtype, spec.default_value
+    )
+
+
+def _pad_steps(
+    values: np.ndarray, steps: np.ndarray, shape: tuple[int, ...], dtype: np.dtype, pad: Any
+) -> np.ndarray:
+    """``[rows, max(steps)] + shape``: row ``r`` holds its ``steps[r]`` items, then ``pad``."""
+    stride = math.prod(shape)
+    longest = int(steps.max()) if steps.size else 0
+    fill = (b"" if dtype == string else 0) if pad is None else pad
+    out = np.full((steps.size, longest * stride), fill, dtype)
+    out[np.arange(longest * stride)[None, :] < (steps * stride)[:, None]] = values
+    return out.reshape((steps.size, longest, *shape))
+
+
+def _sparse(
+    key: str, spec: SparseFeature, columns: Mapping[bytes, Column], names: Sequence[str] | None, batched: bool
+) -> SparseArray:
+    value_column = columns[spec.value_key.encode()]
+    _check_kinds(value_column, _kind(spec.dtype), spec.value_key, names, batched)
+    index_columns = [columns[k.encode()] for k in spec.index_key]
+    for index_key, column in zip(spec.index_key, index_columns, strict=True):
+        _check_kinds(column, wire.INT64, index_key, names, batched)
+        wrong = np.flatnonzero(column.counts != value_column.counts)
+        if wrong.size:
+            row = int(wrong[0])
+            raise DecodeError(
+                f"{_where(names, row, key, batched)}  Number of elements in indices "
+                f"({int(column.counts[row])}) and values ({int(value_column.counts[row])}) do not match",
+                key=key,
+            )
+    counts = value_column.counts
+    parts = [np.repeat(np.arange(counts.size), counts)] if batched else []
+    parts += [np.asarray(c.values, np.int64) for c in index_columns]
+    indices = np.stack(parts, axis=1) if parts[0].size else np.empty((0, len(parts)), np.int64)
+    values = _as_array(value_column.values)
+    if not spec.already_sorted and len(values):
+        order = np.lexsort(indices.T[::-1])  # stable: equal indices keep their order
+        indices, values = indices[order], values[order]
+    dense_shape = ([counts.size] if batched else []) + list(spec.size)
+    return SparseArray(indices, values, np.array(dense_shape, np.int64))
+
+
+# -- ragged ---------------------------------------------------------------------------------------
+
+
+def _ragged(
+    key: str, spec: RaggedFeature, columns: Mapping[bytes, Column], names: Sequence[str] | None, batched: bool
+) -> np.ndarray | RaggedArray:
+    assert spec.value_key is not None
+    value_column = columns[spec.value_key.encode()]
+    _check_kinds(value_column, _kind(spec.dtype), spec.value_key, names, batched)
+    partitions: list[tuple[Any, Column | None]] = []
+    for partition in spec.partitions:
+        if isinstance(partition, RaggedFeature.UniformRowLength):
+            partitions.append((partition, None))
+            continue
+        column = columns[partition.key.encode()]
+        _check_kinds(column, wire.INT64, partition.key, names, batched)
+        partitions.append((partition, column))
+    splits_dtype = np.dtype(spec.row_splits_dtype)
+    values = _as_array(value_column.values)
+    if not batched:
+        return _ragged_single(key, values, partitions, splits_dtype, spec.validate)
+    return _ragged_batch(key, values, value_column.counts, partitions, splits_dtype, spec.validate)
+
+
+def _splits_from(partition: Any, ids: np.ndarray, rows_before: int, total: int) -> np.ndarray:
+    """Row splits over ``total`` values for one partition feature's values ``ids``."""
+    if isinstance(partition, RaggedFeature.RowSplits):
+        return ids
+    if isinstance(partition, RaggedFeature.RowLengths):
+        return np.concatenate(([0], np.cumsum(ids)))
+    if isinstance(partition, RaggedFeature.RowStarts):
+        return np.concatenate((ids, [total]))
+    if isinstance(partition, RaggedFeature.RowLimits):
+        return np.concatenate(([0], ids))
+    # ValueRowIds: rows counted from 0 to the largest id.
+    if ids.size and ids.min() < 0:
+        raise DecodeError(f"value_rowids must be >= 0, found {int(ids.min())}")
+    rows = int(ids.max()) + 1 if ids.size else 0
+    return np.concatenate(([0], np.cumsum(np.bincount(ids, minlength=max(rows, rows_before)))))
+
+
+def _validate(key: str, splits: np.ndarray, total: int) -> None:
+    if splits.size == 0 or splits[0] != 0 or (np.diff(splits) < 0).any() or splits[-1] != total:
+        raise DecodeError(
+            f"Key: {key}.  Partition does not form a valid RaggedTensor: row splits {splits.tolist()} "
+            f"over {total} values",
+            key=key,
+        )
+
+
+def _uniform(key: str, current: Any, length: int) -> Any:
+    total = len(current)
+    if length <= 0 or total % length:
+        raise DecodeError(
+            f"Key: {key}.  Input to reshape is a tensor with {total} values, but the requested shape "
+            f"requires a multiple of {length}",
+            key=key,
+        )
+    if isinstance(current, RaggedArray):
+        return RaggedArray(current, np.arange(0, total + 1, length))
+    return current.reshape((-1, length, *current.shape[1:]))
+
+
+def _ragged_single(
+    key: str,
+    values: np.ndarray,
+    partitions: list[tuple[Any, Column | None]],
+    splits_dtype: np.dtype,
+    validate: bool,
+) -> np.ndarray | RaggedArray:
+    current: Any = values
+    for partition, column in reversed(partitions):  # innermost first, as TF
+        if column is None:
+            current = _uniform(key, current, partition.length)
+            if isinstance(current, RaggedArray):
+                current = RaggedArray(current.values, current.row_splits.astype(splits_dtype))
+            continue
+        ids = np.asarray(column.values, np.int64)
+        splits = _splits_from(partition, ids, 0, len(current))
+        if validate:
+            _validate(key, splits, len(current))
+        current = RaggedArray(current, splits.astype(splits_dtype))
+    return current
+
+
+def _ragged_batch(
+    key: str,
+    values: np.ndarray,
+    counts: np.ndarray,
+    partitions: list[tuple[Any, Column | None]],
+    splits_dtype: np.dtype,
+    validate: bool,
+) -> RaggedArray:
+    """TF's batched merge: each example's partition values are offset into the whole batch."""
+    current: Any = values
+    rows = counts.astype(np.int64)  # per example: number of items at the current level
+    for partition, column in reversed(partitions):
+        starts = np.concatenate(([0], np.cumsum(rows)[:-1])).astype(np.int64)
+        total = int(rows.sum())
+        if column is None:
+            length = partition.length
+            if length <= 0 or (rows % length).any():
+                raise DecodeError(
+                    f"Key: {key}.  Input to reshape is a tensor with {total} values, but the requested shape "
+                    f"requires a multiple of {length}",
+                    key=key,
+                )
+            current = _uniform(key, current, length)
+            if isinstance(current, RaggedArray):
+                current = RaggedArray(current.values, current.row_splits.astype(splits_dtype))
+            rows = rows // length
+            continue
+        ids = np.asarray(column.values, np.int64)
+        offsets = np.repeat(starts, column.counts)
+        first = column.offsets()[:-1]
+        if isinstance(partition, RaggedFeature.RowSplits):
+            # TF uses each example's splits after the first as row limits.
+            keep = np.ones(ids.size, bool)
+            keep[first[column.counts > 0]] = False
+            splits = np.concatenate(([0], (ids + offsets)[keep]))
+            rows = np.maximum(column.counts - 1, 0)
+        elif isinstance(partition, RaggedFeature.RowLengths):
+            splits = np.concatenate(([0], np.cumsum(ids)))
+            rows = column.counts.copy()
+        elif isinstance(partition, RaggedFeature.RowStarts):
+            splits = np.concatenate((ids + offsets, [total]))
+            rows = column.counts.copy()
+        elif isinstance(partition, RaggedFeature.RowLimits):
+            splits = np.concatenate(([0], ids + offsets))
+            rows = column.counts.copy()
+        else:  # ValueRowIds
+            if ids.size and ids.min() < 0:
+                raise DecodeError(f"Key: {key}.  value_rowids must be >= 0, found {int(ids.min())}", key=key)
+            per_row = np.zeros(counts.size, np.int64)
+            nonempty = column.counts > 0
+            per_row[nonempty] = np.maximum.reduceat(ids, first[nonempty]) + 1 if ids.size else 0
+            row_offsets = np.concatenate(([0], np.cumsum(per_row)[:-1]))
+            global_ids = ids + np.repeat(row_offsets, column.counts)
+            splits = np.concatenate(([0], np.cumsum(np.bincount(global_ids, minlength=int(per_row.sum())))))
+            rows = per_row
+        if validate:
+            _validate(key, splits, total)
+        current = RaggedArray(current, splits.astype(splits_dtype))
+    batch_splits = np.concatenate(([0], np.cumsum(rows))).astype(splits_dtype)
+    return RaggedArray(current, batch_splits)
+
+
+# -- public functions -----------------------------------------------------------------------------
+
+
+def _records(serialized: Any) -> tuple[list[bytes], bool]:
+    """The records as a list of bytes, and whether the input was a single record."""
+    if isinstance(serialized, (bytes, bytearray, memoryview)):
+        return [bytes(serialized)], True
+    if isinstance(serialized, np.ndarray) and serialized.ndim == 0:
+        return [bytes(serialized.item())], True
+    if isinstance(serialized, np.ndarray) and serialized.ndim > 1:
+        raise SchemaError(
+            f"Expected serialized to be a scalar or vector, got shape: {list(serialized.shape)}"
+        )
+    return [bytes(r) for r in serialized], False
+
+
+def _names(names: Any, count: int) -> list[str] | None:
+    if names is None:
+        return None
+    out = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+    if len(out) != count:
+        raise SchemaError(f"example_names has {len(out)} names for {count} records")
+    return out
+
+
+def _build(
+    plan: _Plan, columns: Mapping[bytes, Column], names: Sequence[str] | None, batched: bool
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, spec in plan.specs.items():
+        try:
+            if isinstance(spec, FixedLenFeature):
+                value: Any = _fixed(key, spec, columns[key.encode()], names, batched)
+                out[key] = value if batched else value[0]
+            elif isinstance(spec, VarLenFeature):
+                out[key] = _var_len(key, spec, columns[key.encode()], names, batched)
+            elif isinstance(spec, FixedLenSequenceFeature):
+                value = _sequence(key, spec, columns[key.encode()], names, batched)
+                out[key] = value if batched else value[0]
+            elif isinstance(spec, SparseFeature):
+                out[key] = _sparse(key, spec, columns, names, batched)
+            else:
+                out[key] = _ragged(key, spec, columns, names, batched)
+        except wire.WireError as exc:
+            raise DecodeError(f"Key: {key}.  Can't parse serialized Example: {exc}", key=key) from None
+    return out
+
+
+def _decode_error(exc: wire.WireError, names: Sequence[str] | None) -> DecodeError:
+    row = getattr(exc, "index", None)
+    name = names[row] if names is not None and row is not None else "<unknown>"
+    where = f"Name: {name}, Index: {row}.  " if row is not None else ""
+    return DecodeError(f"{where}Could not parse example input: {exc}")
+
+
+def parse_example(
+    serialized: Any, features: Mapping[str, Spec], example_names: Any = None, name: str | None = None
+) -> dict[str, Any]:
+    """Parse a batch of serialized Examples like ``tf.io.parse_example``, into numpy.
+
+    Args:
+        serialized: a list (or 1-D array) of serialized Examples; a single
+            ``bytes`` parses like :func:`parse_single_example`.
+        features: key -> FixedLenFeature, VarLenFeature,
+            FixedLenSequenceFeature (``allow_missing=True``), SparseFeature or
+            RaggedFeature.
+        example_names: optional names of the records, used in error messages.
+        name: accepted for compatibility with ``tf.io``; unused.
+
+    Returns:
+        key -> dense array with a leading batch dimension, SparseArray or RaggedArray.
+
+    Raises:
+        SchemaError: an invalid spec. DecodeError, MissingFeatureError: data
+            that does not fit it, naming the key and the example index.
+
+    Example:
+        >>> tfrec.parse_example([data], {"label": tfrec.FixedLenFeature([], tfrec.int64)})
+        {'label': array([3])}
+    """
+    if not features:
+        raise SchemaError(f"Argument `features` cannot be None or falsy. Got {features}")
+    records, single = _records(serialized)
+    if single:
+        return parse_single_example(records[0], features, example_names)
+    plan = _Plan(features)
+    names = _names(example_names, len(records))
+    try:
+        columns = gather_columns(records, plan.reads)
+    except wire.WireError as exc:
+        raise _decode_error(exc, names) from None
+    return _build(plan, columns, names, batched=True)
+
+
+def parse_single_example(
+    serialized: Any, features: Mapping[str, Spec], example_names: Any = None, name: str | None = None
+) -> dict[str, Any]:
+    """Parse one serialized Example like ``tf.io.parse_single_example``, into numpy.
+
+    Example:
+        >>> tfrec.parse_single_example(data, {"tags": tfrec.VarLenFeature(tfrec.string)})["tags"].values
+        array([b'a', b'b'], dtype=object)
+    """
+    if features is None:
+        raise SchemaError("Invalid argument: features cannot be None.")
+    if not features:
+        raise SchemaError("Invalid argument: features cannot be empty.")
+    records, single = _records(serialized)
+    if not single:
+        raise SchemaError("Input serialized must be a scalar")
+    plan = _Plan(features)
+    try:
+        columns = columns_from_features(
+            records, [wire.scan_example(records[0], frozenset(plan.reads))], plan.reads
+        )
+    except wire.WireError as exc:
+        raise DecodeError(f"Could not parse example input: {exc}") from None
+    return _build(plan, columns, None, batched=False)
+
+
+# -- sequence examples ----------------------------------------------------------------------------
+
+
+def _sequence_plans(
+    context_features: Mapping[str, Spec] | None, sequence_features: Mapping[str, Spec] | None
+) -> tuple[_Plan | None, _Plan | None]:
+    if not context_features and not sequence_features:
+        raise SchemaError(
+            "Both `context_features` and `sequence_features` argument are None, "
+            "but at least one should have values."
+        )
+    for key, spec in (context_features or {}).items():
+        if not isinstance(spec, (FixedLenFeature, VarLenFeature, RaggedFeature)):
+            raise SchemaError(f"Unsupported {type(spec).__name__} {spec} for key '{key}'")
+    for key, spec in (sequence_features or {}).items():
+        if not isinstance(spec, (FixedLenSequenceFeature, VarLenFeature, RaggedFeature)):
+            raise SchemaError(f"Unsupported {type(spec).__name__} {spec} for key '{key}'")
+        if isinstance(spec, RaggedFeature) and spec.partitions:
+            raise SchemaError(
+                f"feature list {key!r}: RaggedFeature partitions in sequence_features are not supported"
+            )
+    return (
+        _Plan(context_features) if context_features else None,
+        _Plan(sequence_features, sequence=True) if sequence_features else None,
+    )
+
+
+def _step_columns(
+    records: Sequence[bytes],
+    lists: Sequence[Mapping[bytes, list[wire.Feature]]],
+    key: bytes,
+    kind: int,
+    name: str,
+    names: Sequence[str] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | list[bytes]]:
+    """For one feature list: per record present?/steps, per step counts, and all values."""
+    present = np.zeros(len(records), bool)
+    steps = np.zeros(len(records), np.int64)
+    counts: list[int] = []
+    pieces = []
+    for row, (data, found) in enumerate(zip(records, lists, strict=True)):
+        step_features = found.get(key)
+        if step_features is None:
+            continue
+        present[row] = True
+        steps[row] = len(step_features)
+        for step, feature in enumerate(step_features):
+            if feature.kind not in (wire.NONE, kind):
+                where = f"Name: {_name(names, row)}, Feature list: {name}, Index: {step}."
+                raise DecodeError(
+                    f"{where}  Data types don't match. Expected type: {_TF_NAME[kind]}", key=name
+                )
+            values = decode_values(data, feature) if feature.kind == kind else []
+            counts.append(len(values))
+            pieces.append(values)
+    from .columns import empty_values
+
+    values_all = concat_values(kind, pieces) if pieces else empty_values(kind)
+    return present, steps, np.array(counts, np.int64), values_all
+
+
+def _sequence_outputs(
+    plan: _Plan,
+    records: Sequence[bytes],
+    lists: Sequence[Mapping[bytes, list[wire.Feature]]],
+    names: Sequence[str] | None,
+    batched: bool,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    out: dict[str, Any] = {}
+    lengths: dict[str, np.ndarray] = {}
+    for key, spec in plan.specs.items():
+        kind = _kind(spec.dtype)
+        present, steps, counts, values = _step_columns(records, lists, key.encode(), kind, key, names)
+        array = _as_array(values)
+        if isinstance(spec, FixedLenSequenceFeature):
+            missing = np.flatnonzero(~present)
+            if missing.size and not spec.allow_missing:
+                row = int(missing[0])
+                raise MissingFeatureError(
+                    f"Name: {_name(names, row)}, Feature list '{key}' is required but could not be found.  "
+                    "Did you mean to include it in feature_list_dense_missing_assumed_empty or "
+                    "feature_list_dense_defaults?",
+                    key=key,
+                )
+            stride = math.prod(spec.shape)
+            wrong = np.flatnonzero(counts != stride)
+            if wrong.size:
+                step_rows = np.repeat(np.arange(len(records)), steps)
+                row, step = (
+                    int(step_rows[wrong[0]]),
+                    int(wrong[0] - np.concatenate(([0], np.cumsum(steps)))[step_rows[wrong[0]]]),
+                )
+                raise DecodeError(
+                    f"Name: {_name(names, row)}, Key: {key}, Index: {step}.  Number of values != expected.  "
+                    f"values size: {int(counts[wrong[0]])} but output shape: {list(spec.shape)}",
+                    key=key,
+                )
+            padded = _pad_steps(array, steps, spec.shape, spec.dtype, None)
+            out[key] = padded if batched else padded[0]
+            lengths[key] = steps if batched else steps[0]
+        elif isinstance(spec, VarLenFeature):
+            step_rows = np.repeat(np.arange(len(records)), steps)
+            step_index = np.arange(steps.sum()) - np.repeat(
+                np.concatenate(([0], np.cumsum(steps)[:-1])), steps
+            )
+            value_offsets = (
+                np.concatenate(([0], np.cumsum(counts)[:-1])) if counts.size else np.zeros(0, np.int64)
+            )
+            position = np.arange(array.size) - np.repeat(value_offsets, counts)
+            width = int(counts.max()) if counts.size else 0
+            longest = int(steps.max()) if steps.size else 0
+            columns = [np.repeat(step_index, counts), position]
+            if batched:
+                columns.insert(0, np.repeat(step_rows, counts))
+            indices = np.stack(columns, axis=1) if array.size else np.empty((0, len(columns)), np.int64)
+            shape = ([len(records)] if batched else []) + [longest, width]
+            out[key] = SparseArray(indices.astype(np.int64), array, np.array(shape, np.int64))
+        else:
+            splits_dtype = np.dtype(spec.row_splits_dtype)  # type: ignore[union-attr]
+            inner = RaggedArray(array, np.concatenate(([0], np.cumsum(counts))).astype(splits_dtype))
+            if batched:
+                out[key] = RaggedArray(inner, np.concatenate(([0], np.cumsum(steps))).astype(splits_dtype))
+            else:
+                out[key] = inner
+    return out, lengths
+
+
+def parse_sequence_example(
+    serialized: Any,
+    context_features: Mapping[str, Spec] | None = None,
+    sequence_features: Mapping[str, Spec] | None = None,
+    example_names: Any = None,
+    name: str | None = None,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
+    """Parse a batch of SequenceExamples like ``tf.io.parse_sequence_example``.
+
+    Returns:
+        ``(context, feature_lists, lengths)``; ``lengths`` has the number of
+        steps per example for each FixedLenSequenceFeature.
+
+    Example:
+        >>> context, lists, lengths = tfrec.parse_sequence_example(
+        ...     [blob], sequence_features={"tokens": tfrec.VarLenFeature(tfrec.int64)})
+    """
+    records, single = _records(serialized)
+    context_plan, sequence_plan = _sequence_plans(context_features, sequence_features)
+    names = _names(example_names, len(records)) if not single else None
+    batched = not single
+    scanned_context, lists = [], []
+    wanted_context = frozenset(context_plan.reads) if context_plan else frozenset()
+    wanted_lists = frozenset(k.encode() for k in sequence_plan.specs) if sequence_plan else frozenset()
+    for row, data in enumerate(records):
+        try:
+            context, steps = wire.scan_sequence_example(data, wanted_context, wanted_lists)
+        except wire.WireError as exc:
+            exc.index = row  # type: ignore[attr-defined]
+            raise _decode_error(exc, names) from None
+        scanned_context.append(context)
+        lists.append(steps)
+    context_out: dict[str, Any] = {}
+    if context_plan is not None:
+        columns = columns_from_features(records, scanned_context, context_plan.reads)
+        context_out = _build(context_plan, columns, names, batched)
+    lists_out: dict[str, Any] = {}
+    lengths: dict[str, np.ndarray] = {}
+    if sequence_plan is not None:
+        lists_out, lengths = _sequence_outputs(sequence_plan, records, lists, names, batched)
+    return context_out, lists_out, lengths
+
+
+def parse_single_sequence_example(
+    serialized: Any,
+    context_features: Mapping[str, Spec] | None = None,
+    sequence_features: Mapping[str, Spec] | None = None,
+    example_name: Any = None,
+    name: str | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Parse one SequenceExample like ``tf.io.parse_single_sequence_example``.
+
+    Returns:
+        ``(context, feature_lists)``.
+
+    Example:
+        >>> context, lists = tfrec.parse_single_sequence_example(
+        ...     blob, context_features={"id": tfrec.FixedLenFeature([], tfrec.int64)})
+    """
+    records, single = _records(serialized)
+    if not single:
+        raise SchemaError("Input serialized must be a scalar")
+    context, lists, _ = parse_sequence_example(records[0], context_features, sequence_features)
+    return context, lists

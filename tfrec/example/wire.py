@@ -1,0 +1,269 @@
+"""Protobuf wire format of tf.train.Example and SequenceExample (example layer).
+
+Reads the few messages of ``feature.proto``/``example.proto`` straight from
+bytes, without building protobuf objects: a scan finds where each feature's
+values sit, and numpy turns packed payloads into arrays. Semantics follow
+protobuf's: the last entry of a repeated map key wins, a message field that
+occurs twice is merged, unknown fields are skipped, packed and unpacked
+numeric encodings are both accepted.
+
+Example:
+    >>> features = scan_example(data)          # {b"label": Feature(...), ...}
+    >>> int64_values(data, features[b"label"])
+    array([3])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "BYTES",
+    "FLOAT",
+    "INT64",
+    "NONE",
+    "Feature",
+    "WireError",
+    "bytes_values",
+    "float_values",
+    "int64_values",
+    "scan_example",
+    "scan_sequence_example",
+]
+
+# Feature kinds, numbered as the fields of Feature's oneof.
+NONE, BYTES, FLOAT, INT64 = 0, 1, 2, 3
+KIND_NAMES = {NONE: "none", BYTES: "bytes_list", FLOAT: "float_list", INT64: "int64_list"}
+
+_VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
+_SMALL_VARINT_PAYLOAD = 24  # below this many bytes a Python loop beats numpy's call overhead
+
+
+class WireError(ValueError):
+    """Bytes are not a well-formed message; the decoder adds the record's location."""
+
+
+class Feature(NamedTuple):
+    """Where one Feature's values are: its kind and the spans of its list messages.
+
+    A Feature's list field may legally occur more than once (protobuf merges
+    them), so ``spans`` holds every ``(start, end)`` of the list bodies in order.
+    """
+
+    kind: int
+    spans: tuple[tuple[int, int], ...]
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """Decode the varint at ``pos``; return ``(value, next position)``."""
+    byte = data[pos]  # IndexError past the end: reported as truncation by callers
+    if byte < 0x80:
+        return byte, pos + 1
+    value = byte & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value & 0xFFFFFFFFFFFFFFFF, pos
+        shift += 7
+        if shift >= 70:
+            raise WireError("a varint is longer than 10 bytes")
+
+
+def _fields(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, Any]]:
+    """Yield ``(field number, wire type, value or (start, end))`` for each field in ``data[start:end]``."""
+    pos = start
+    try:
+        while pos < end:
+            tag, pos = _varint(data, pos)
+            number, wire_type = tag >> 3, tag & 7
+            if number == 0:
+                raise WireError("a field number is 0")
+            if wire_type == _LEN:
+                length, pos = _varint(data, pos)
+                stop = pos + length
+                if stop > end:
+                    raise WireError(f"a field of {length} bytes runs past the end of its message")
+                yield number, wire_type, (pos, stop)
+                pos = stop
+            elif wire_type == _VARINT:
+                value, pos = _varint(data, pos)
+                yield number, wire_type, value
+            elif wire_type == _FIXED32:
+                pos += 4
+                yield number, wire_type, (pos - 4, pos)
+            elif wire_type == _FIXED64:
+                pos += 8
+                yield number, wire_type, (pos - 8, pos)
+            else:
+                raise WireError(f"unsupported wire type {wire_type}")
+        if pos != end:
+            raise WireError("a field runs past the end of its message")
+    except IndexError:
+        raise WireError("the message is truncated") from None
+
+
+def _scan_features(
+    data: bytes, spans: list[tuple[int, int]], wanted: frozenset[bytes] | None
+) -> dict[bytes, Feature]:
+    """Read a (possibly repeated) Features message: key -> Feature, last key wins."""
+    features: dict[bytes, Feature] = {}
+    for start, end in spans:
+        for number, wire_type, entry in _fields(data, start, end):
+            if number != 1 or wire_type != _LEN:
+                continue
+            key, value = _map_entry(data, entry)
+            if wanted is not None and key not in wanted:
+                continue
+            features[key] = _scan_feature(data, value)
+    return features
+
+
+def _map_entry(data: bytes, entry: tuple[int, int]) -> tuple[bytes, tuple[int, int] | None]:
+    """The key and the value span of a map entry (protobuf defaults when absent)."""
+    key, value = b"", None
+    for field, kind, span in _fields(data, *entry):
+        if kind != _LEN:
+            continue
+        if field == 1:
+            key = data[span[0] : span[1]]
+        elif field == 2:
+            value = span
+    return key, value
+
+
+def _scan_feature(data: bytes, span: tuple[int, int] | None) -> Feature:
+    """Read a Feature message: the last kind set wins; repeats of that kind merge."""
+    if span is None:
+        return Feature(NONE, ())
+    kind = NONE
+    spans: list[tuple[int, int]] = []
+    for number, wire_type, body in _fields(data, *span):
+        if wire_type != _LEN or number not in (BYTES, FLOAT, INT64):
+            continue
+        if number != kind:
+            kind, spans = number, []
+        spans.append(body)
+    return Feature(kind, tuple(spans))
+
+
+def _message_spans(data: bytes, start: int, end: int, number: int) -> list[tuple[int, int]]:
+    return [span for field, kind, span in _fields(data, start, end) if field == number and kind == _LEN]
+
+
+def scan_example(data: bytes, wanted: frozenset[bytes] | None = None) -> dict[bytes, Feature]:
+    """Locate the features of a serialized Example (only the ``wanted`` keys, if given).
+
+    Raises:
+        WireError: the bytes are not a well-formed Example.
+    """
+    return _scan_features(data, _message_spans(data, 0, len(data), 1), wanted)
+
+
+def scan_sequence_example(
+    data: bytes, wanted_context: frozenset[bytes] | None = None, wanted_lists: frozenset[bytes] | None = None
+) -> tuple[dict[bytes, Feature], dict[bytes, list[Feature]]]:
+    """Locate the context features and the feature lists of a serialized SequenceExample.
+
+    Returns:
+        ``(context, feature_lists)``: key -> Feature, and key -> one Feature per step.
+    """
+    context = _scan_features(data, _message_spans(data, 0, len(data), 1), wanted_context)
+    lists: dict[bytes, list[Feature]] = {}
+    for start, end in _message_spans(data, 0, len(data), 2):
+        for entry in _message_spans(data, start, end, 1):
+            key, value = _map_entry(data, entry)
+            if wanted_lists is not None and key not in wanted_lists:
+                continue
+            steps = [] if value is None else _message_spans(data, value[0], value[1], 1)
+            lists[key] = [_scan_feature(data, step) for step in steps]
+    return context, lists
+
+
+def bytes_values(data: bytes, feature: Feature) -> list[bytes]:
+    """The values of a ``bytes_list`` feature."""
+    values = []
+    for start, end in feature.spans:
+        for number, wire_type, span in _fields(data, start, end):
+            if number == 1 and wire_type == _LEN:
+                values.append(data[span[0] : span[1]])
+    return values
+
+
+def float_values(data: bytes, feature: Feature) -> np.ndarray:
+    """The values of a ``float_list`` feature, packed or not, as float32."""
+    pieces = []
+    for start, end in feature.spans:
+        for number, wire_type, value in _fields(data, start, end):
+            if number != 1:
+                continue
+            if wire_type == _LEN:
+                first, last = value
+                if (last - first) % 4:
+                    raise WireError(f"a packed float list has {last - first} bytes, not a multiple of 4")
+                pieces.append(np.frombuffer(data, "<f4", (last - first) // 4, first))
+            elif wire_type == _FIXED32:
+                pieces.append(np.frombuffer(data, "<f4", 1, value[0]))
+    if len(pieces) == 1:
+        return pieces[0].astype(np.float32)  # a copy: never a view into the record
+    return np.concatenate(pieces).astype(np.float32, copy=False) if pieces else np.empty(0, np.float32)
+
+
+def int64_values(data: bytes, feature: Feature) -> np.ndarray:
+    """The values of an ``int64_list`` feature, packed or not, as int64."""
+    pieces: list[np.ndarray] = []
+    loose: list[int] = []
+    for start, end in feature.spans:
+        for number, wire_type, value in _fields(data, start, end):
+            if number != 1:
+                continue
+            if wire_type == _LEN:
+                if loose:
+                    pieces.append(np.array(loose, np.uint64))
+                    loose = []
+                pieces.append(decode_varints(data, *value))
+            elif wire_type == _VARINT:
+                loose.append(value)
+    if loose:
+        pieces.append(np.array(loose, np.uint64))
+    if not pieces:
+        return np.empty(0, np.int64)
+    values = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+    return values.view(np.int64)
+
+
+def decode_varints(data: bytes, start: int, end: int) -> np.ndarray:
+    """Decode the packed varints in ``data[start:end]`` as uint64 (view as int64 for signed)."""
+    if end - start < _SMALL_VARINT_PAYLOAD:
+        small = []
+        pos = start
+        try:
+            while pos < end:
+                value, pos = _varint(data, pos)
+                small.append(value)
+        except IndexError:
+            raise WireError("a packed varint list is truncated") from None
+        if pos != end:
+            raise WireError("a packed varint list is truncated")
+        return np.array(small, np.uint64)
+    raw = np.frombuffer(data, np.uint8, end - start, start)
+    last = np.flatnonzero(raw < 0x80)  # the final byte of each varint
+    if not last.size or last[-1] != raw.size - 1:
+        raise WireError("a packed varint list is truncated")
+    first = np.empty_like(last)
+    first[0] = 0
+    first[1:] = last[:-1] + 1
+    lengths = last - first + 1
+    if lengths.max() > 10:
+        raise WireError("a varint is longer than 10 bytes")
+    values = (raw[first] & 0x7F).astype(np.uint64)
+    for i in range(1, int(lengths.max())):
+        longer = np.flatnonzero(lengths > i)
+        values[longer] |= (raw[first[longer] + i] & 0x7F).astype(np.uint64) << np.uint64(7 * i)
+    return values
