@@ -76,7 +76,7 @@ class _Batch:
     """The batch as one array, and the vectorised reading steps over it."""
 
     def __init__(self, records: Sequence[bytes]) -> None:
-        self.joined = b"".join(records) + bytes(_PAD)
+        self.joined = b"".join([*records, bytes(_PAD)])  # one copy, padding included
         self.u8 = np.frombuffer(self.joined, np.uint8)
         self.limit = len(self.joined) - _PAD  # last valid position + 1
         lengths = np.fromiter(map(len, records), np.int64, len(records))
@@ -234,7 +234,9 @@ def _ragged_gather(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> n
     if not total:
         return np.empty(0, np.uint8)
     if (lengths == lengths[0]).all():
-        return u8[starts[:, None] + np.arange(lengths[0])].reshape(-1)
+        # Whole rows of a sliding window: numpy copies each row as one block.
+        rows = np.lib.stride_tricks.sliding_window_view(u8, int(lengths[0]))
+        return rows[starts].reshape(-1)
     offsets = np.cumsum(lengths) - lengths
     return u8[np.repeat(starts - offsets, lengths) + np.arange(total)]
 
