@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -239,15 +239,27 @@ def _where(names: Sequence[str] | None, row: int, key: str, batched: bool) -> st
     return f"Name: {_name(names, row)}, Key: {key}, Index: {row}."
 
 
+def _refuse(
+    bad: np.ndarray, key: str, names: Sequence[str] | None, batched: bool, problem: Callable[[int], str]
+) -> None:
+    """Raise a DecodeError for the first row where ``bad`` holds, if any; ``problem(row)`` says what."""
+    rows = np.flatnonzero(bad)
+    if rows.size:
+        row = int(rows[0])
+        raise DecodeError(f"{_where(names, row, key, batched)}  {problem(row)}", key=key)
+
+
 def _check_kinds(column: Column, kind: int, key: str, names: Sequence[str] | None, batched: bool) -> None:
-    wrong = np.flatnonzero((column.kinds != wire.NONE) & (column.kinds != kind))
-    if wrong.size:
-        row = int(wrong[0])
-        raise DecodeError(
-            f"{_where(names, row, key, batched)}  Data types don't match. Expected type: {_TF_NAME[kind]}, "
-            f"Actual type: {_TF_NAME[int(column.kinds[row])]}",
-            key=key,
-        )
+    _refuse(
+        (column.kinds != wire.NONE) & (column.kinds != kind),
+        key,
+        names,
+        batched,
+        lambda row: (
+            f"Data types don't match. Expected type: {_TF_NAME[kind]}, "
+            f"Actual type: {_TF_NAME[int(column.kinds[row])]}"
+        ),
+    )
 
 
 # -- one spec, one column -------------------------------------------------------------------------
@@ -260,14 +272,16 @@ def _fixed(
     _check_kinds(column, kind, key, names, batched)
     size = math.prod(spec.shape)
     present = column.kinds == kind
-    wrong = np.flatnonzero(present & (column.counts != size))
-    if wrong.size:
-        row = int(wrong[0])
-        raise DecodeError(
-            f"{_where(names, row, key, batched)}  Number of {_LIST_NAME[kind]} values != expected.  "
-            f"Values size: {int(column.counts[row])} but output shape: {list(spec.shape)}",
-            key=key,
-        )
+    _refuse(
+        present & (column.counts != size),
+        key,
+        names,
+        batched,
+        lambda row: (
+            f"Number of {_LIST_NAME[kind]} values != expected.  "
+            f"Values size: {int(column.counts[row])} but output shape: {list(spec.shape)}"
+        ),
+    )
     rows = len(column.kinds)
     values = _as_array(column.values)
     if present.all():
@@ -305,15 +319,16 @@ def _sequence(
     kind = _kind(spec.dtype)
     _check_kinds(column, kind, key, names, batched)
     stride = math.prod(spec.shape)
-    wrong = np.flatnonzero(column.counts % stride)
-    if wrong.size:
-        row = int(wrong[0])
-        raise DecodeError(
-            f"{_where(names, row, key, batched)}  Number of {_LIST_NAME[kind]} values is not a multiple of "
-            f"stride length. Saw {int(column.counts[row])} values but output shape is: "
-            f"[?,{','.join(map(str, spec.shape))}]",
-            key=key,
-        )
+    _refuse(
+        column.counts % stride != 0,
+        key,
+        names,
+        batched,
+        lambda row: (
+            f"Number of {_LIST_NAME[kind]} values is not a multiple of stride length. "
+            f"Saw {int(column.counts[row])} values but output shape is: [?,{','.join(map(str, spec.shape))}]"
+        ),
+    )
     return _pad_steps(
         _as_array(column.values), column.counts // stride, spec.shape, spec.dtype, spec.default_value
     )
@@ -339,14 +354,17 @@ def _sparse(
     index_columns = [columns[k.encode()] for k in spec.index_key]
     for index_key, column in zip(spec.index_key, index_columns, strict=True):
         _check_kinds(column, wire.INT64, index_key, names, batched)
-        wrong = np.flatnonzero(column.counts != value_column.counts)
-        if wrong.size:
-            row = int(wrong[0])
-            raise DecodeError(
-                f"{_where(names, row, key, batched)}  Number of elements in indices "
-                f"({int(column.counts[row])}) and values ({int(value_column.counts[row])}) do not match",
-                key=key,
-            )
+        found, wanted = column.counts, value_column.counts
+        _refuse(
+            found != wanted,
+            key,
+            names,
+            batched,
+            lambda row: (
+                f"Number of elements in indices ({int(found[row])}) and values ({int(wanted[row])}) "
+                "do not match"
+            ),
+        )
     counts = value_column.counts
     parts = [np.repeat(np.arange(counts.size), counts)] if batched else []
     parts += [np.asarray(c.values, np.int64) for c in index_columns]
