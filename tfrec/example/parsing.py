@@ -354,17 +354,14 @@ def _sparse(
     index_columns = [columns[k.encode()] for k in spec.index_key]
     for index_key, column in zip(spec.index_key, index_columns, strict=True):
         _check_kinds(column, wire.INT64, index_key, names, batched)
-        found, wanted = column.counts, value_column.counts
-        _refuse(
-            found != wanted,
-            key,
-            names,
-            batched,
-            lambda row: (
-                f"Number of elements in indices ({int(found[row])}) and values ({int(wanted[row])}) "
-                "do not match"
-            ),
-        )
+        mismatch = np.flatnonzero(column.counts != value_column.counts)
+        if mismatch.size:
+            row = int(mismatch[0])
+            raise DecodeError(
+                f"{_where(names, row, key, batched)}  Number of elements in indices "
+                f"({int(column.counts[row])}) and values ({int(value_column.counts[row])}) do not match",
+                key=key,
+            )
     counts = value_column.counts
     parts = [np.repeat(np.arange(counts.size), counts)] if batched else []
     parts += [np.asarray(c.values, np.int64) for c in index_columns]
