@@ -144,13 +144,15 @@ def lockstep_columns(
         pos = batch.expect(pos, 0x0A)
         length, pos = batch.varint(pos)
         entry_end = pos + length
-        if not entry.wanted:
-            pos = entry_end
-            continue
+        # Every key is checked, wanted or not: a wanted key (or a repeat of one) standing
+        # where the first record had another key must make its row odd, not go unseen.
         pos = batch.expect(pos, 0x0A)
         length, pos = batch.varint(pos)
         batch.ok &= length == len(entry.key)
         pos = batch.key(pos, entry.key)
+        if not entry.wanted:
+            pos = entry_end
+            continue
         pos = batch.expect(pos, 0x12)
         length, pos = batch.varint(pos)
         batch.ok &= pos + length == entry_end

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from collections.abc import Iterable
 from typing import IO, Literal
 
 from ..errors import TfrecError
@@ -146,6 +147,10 @@ class DeflateWriter:
     def write(self, data: bytes) -> int:
         self._raw.write(self._deflate.compress(data))
         return len(data)
+
+    def writelines(self, parts: Iterable[bytes]) -> None:
+        for part in parts:
+            self.write(part)
 
     def flush(self) -> None:
         """Push everything written so far to ``raw``: all of it decompresses from the file."""

@@ -14,13 +14,14 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import stat
 import struct
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import IO, Literal
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from ..errors import ChecksumError, RecordError, TfrecError, TfrecWarning, TruncatedRecordError
 from .compression import Compression, looks_like, open_decompressed, resolve_compression
-from .crc import crc_function, mask_array, masked_crc, masked_crc_rows
+from .crc import crc_function, mask, mask_array, masked_crc, masked_crc_rows
 
 __all__ = ["OnError", "RecordReader", "read_records"]
 
@@ -48,7 +49,14 @@ _FOOTER_BYTES = np.arange(FOOTER)
 _LENGTH_BYTES = np.arange(8)
 _LENGTH_CRC_BYTES = np.arange(8, HEADER)
 _NO_ENDS = np.empty(0, np.int64)
-_VECTORISE_FROM = 256  # frames per block from which numpy beats a Python loop for length CRCs
+_TABLE_SIZE = _LARGE  # length CRCs of lengths below this are looked up in a table
+_CRC_BYTES = np.arange(4)
+# The CRC of a length depends on the length alone: computed once per process, shared by all readers
+# (idempotent writes, so concurrent readers cannot disagree).
+_LENGTH_CRCS: dict[int, int] = {}
+_LENGTH_TABLE = np.zeros(_TABLE_SIZE, np.uint32)
+_LENGTH_KNOWN = np.zeros(_TABLE_SIZE, bool)
+_pack_length = struct.Struct("<Q").pack
 _MAX_CACHED_LENGTHS = 1 << 16
 
 
@@ -107,14 +115,13 @@ class RecordReader:
         self.verify_checksums = verify_checksums
         self.on_error: OnError = on_error
         self._crc = crc_function()
-        self._length_crcs: dict[int, int] = {}  # length -> its masked CRC, for small batches
         self._raw: IO[bytes] | None = None
         self._stream: IO[bytes] | None = None
         self._end: int | None = None  # decompressed size when known (plain files)
         self._generator: Iterator[bytes] | None = None
         # Progress: the batch being handed out and where it sits in the stream.
         self._batch: Iterator[bytes] = iter(())
-        self._batch_ends: np.ndarray = np.empty(0, np.int64)  # stream offset just past each frame
+        self._batch_ends: np.ndarray | Sequence[int] = _NO_ENDS  # stream offset just past each frame
         self._batch_start = start_offset
         self._batch_end = start_offset  # stream offset of the next record once the batch is consumed
         self._batch_index = start_index
@@ -237,14 +244,15 @@ class RecordReader:
 
     def __iter__(self) -> Iterator[bytes]:
         if self._generator is None:
-            self._generator = self._frames()
+            # chain hands out the records of each batch from C, the cheapest loop there is.
+            self._generator = itertools.chain.from_iterable(self._batches())
         return self._generator
 
     def __next__(self) -> bytes:
         return next(iter(self))
 
-    def _frames(self) -> Iterator[bytes]:
-        """Yield every record; the file is closed when the generator finishes."""
+    def _batches(self) -> Iterator[Iterator[bytes]]:
+        """Yield the records batch by batch; the file is closed when the generator finishes."""
         try:
             self._open()
             buf = b""
@@ -260,7 +268,7 @@ class RecordReader:
                 start = pos
                 records, ends, pos, bad_length = self._split(buf, pos)
                 if records:
-                    footers = _stored_crcs(buf, ends) if self.verify_checksums else b""
+                    footers = _stored_crcs(buf, ends) if self.verify_checksums else None
                     yield from self._hand_out(records, ends + base, base + start, index, footers)
                     index += len(records)
                 if ahead is not None and pos == len(buf):
@@ -268,7 +276,7 @@ class RecordReader:
                     ahead = None
                     continue
                 if bad_length:
-                    self._publish([], _NO_ENDS, base + pos, index)
+                    self._publish((), _NO_ENDS, base + pos, index)
                     self._report(self._length_error(buf, pos, base, index))
                     buf, pos, base, eof = self._resync(buf, pos + 1, base, eof, index)
                     if pos < 0:
@@ -278,15 +286,14 @@ class RecordReader:
                 available = len(buf) - pos
                 if available >= HEADER and _unpack_header(buf, pos)[0] >= _LARGE:
                     record, footer = self._read_large(buf, pos, base, index)
-                    frame_end = np.array([base + pos + len(record) + HEADER + FOOTER], np.int64)
-                    yield from self._hand_out([record], frame_end, base + pos, index, footer)
+                    yield self._hand_out_large(record, footer, base + pos, index)
                     index += 1
                     base += pos + len(record) + HEADER + FOOTER
                     buf, pos, header_only = b"", 0, True
                     continue
                 if eof:
                     if available:
-                        self._publish([], _NO_ENDS, base + pos, index)
+                        self._publish((), _NO_ENDS, base + pos, index)
                         length = _unpack_header(buf, pos)[0] if available >= HEADER else None
                         error = self._truncation_error(
                             length,
@@ -317,7 +324,7 @@ class RecordReader:
         finally:
             self.close()
 
-    def _split(self, buf: bytes, pos: int) -> tuple[list[bytes], np.ndarray, int, bool]:
+    def _split(self, buf: bytes, pos: int) -> tuple[tuple[bytes, ...], np.ndarray, int, bool]:
         """Slice every whole frame out of ``buf`` from ``pos``, checking length CRCs.
 
         Returns the records, the position just past each frame, the position of
@@ -326,26 +333,23 @@ class RecordReader:
         end_of_buffer = len(buf)
         first = pos
         parts: list[list[int] | np.ndarray] = []  # frame ends, walked or found in runs
-        checked: list[int] = []  # frame starts whose length CRC must be verified
-        while pos + HEADER <= end_of_buffer:
-            # Walk the chain of lengths (the only per-record Python loop) ...
+        unpack = _unpack_length
+        while True:
+            # Walk the chain of lengths: the only per-record Python loop ...
             walked: list[int] = []
             step = walked.append
-            frame = pos
-            for _ in range(_WALK):
-                end = frame + _unpack_length(buf, frame)[0] + HEADER + FOOTER
-                if end > end_of_buffer:
-                    break
-                step(end)
-                frame = end
-                if frame + HEADER > end_of_buffer:
-                    break
+            try:
+                for _ in range(_WALK):
+                    end = pos + unpack(buf, pos)[0] + HEADER + FOOTER
+                    if end > end_of_buffer:
+                        break
+                    step(end)
+                    pos = end
+            except struct.error:
+                pass  # fewer than 8 bytes left: not even a length
             if not walked:
                 break
             parts.append(walked)
-            checked.append(pos)
-            checked += walked[:-1]
-            pos = frame
             # ... and when it went in equal strides, take the run of identical
             # headers that follows with one numpy compare.
             stride = walked[-1] - walked[-2] if len(walked) > 1 else 0
@@ -353,94 +357,115 @@ class RecordReader:
                 len(walked) == _WALK
                 and walked[-1] - walked[0] == stride * (_WALK - 1)
                 and end_of_buffer - pos >= _MIN_RUN * stride
-                and _unpack_length(buf, pos)[0] == stride - HEADER - FOOTER
+                and unpack(buf, pos)[0] == stride - HEADER - FOOTER
             ):
                 count = _count_equal_headers(buf, pos, stride)
                 parts.append(np.arange(pos + stride, pos + stride * count + 1, stride, dtype=np.int64))
-                checked.append(pos)
                 pos += stride * count
-        if pos + HEADER <= end_of_buffer:
-            checked.append(pos)  # the frame left over: its length decides what to read next
+            elif len(walked) < _WALK:
+                break
         ends = np.concatenate([np.asarray(part, np.int64) for part in parts]) if parts else _NO_ENDS
         bad_length = False
-        if self.verify_checksums and checked:
-            bad_start = self._first_bad_length(buf, checked)
+        if self.verify_checksums:
+            bad_start = self._first_bad_length(buf, first, ends)
+            if bad_start is None and pos + HEADER <= end_of_buffer and not self._length_ok(buf, pos):
+                bad_start = pos  # the frame left over: its length decides what to read next
             if bad_start is not None:
                 ends = ends[ends <= bad_start]
                 pos, bad_length = bad_start, True
-        stops = ends.tolist()
-        starts = [first, *stops[:-1]] if stops else []
-        records = [buf[start + HEADER : stop - FOOTER] for start, stop in zip(starts, stops, strict=True)]
-        return records, ends, pos, bad_length
+        return _slice_records(buf, first, ends), ends, pos, bad_length
 
-    def _first_bad_length(self, buf: bytes, starts: list[int]) -> int | None:
-        """The first of the frame ``starts`` in ``buf`` whose length CRC does not match, if any."""
-        if len(starts) >= _VECTORISE_FROM:
-            return _first_bad_length_vectorised(buf, np.asarray(starts, np.int64))
-        # Few frames: numpy's per-call cost would dominate; the CRC of a length is cached.
-        known = self._length_crcs
-        for start in starts:
-            length, stored = _unpack_header(buf, start)
-            if known.get(length) != stored:
-                if masked_crc(buf[start : start + 8]) != stored:
-                    return start
-                if len(known) >= _MAX_CACHED_LENGTHS:
-                    known.clear()
-                known[length] = stored
-        return None
+    def _length_ok(self, buf: bytes, pos: int) -> bool:
+        """Whether the length CRC of the frame at ``pos`` matches (cached per length)."""
+        length, stored = _unpack_header(buf, pos)
+        if _LENGTH_CRCS.get(length) == stored:
+            return True
+        if masked_crc(buf[pos : pos + 8]) != stored:
+            return False
+        if len(_LENGTH_CRCS) >= _MAX_CACHED_LENGTHS:
+            _LENGTH_CRCS.clear()
+        _LENGTH_CRCS[length] = stored
+        return True
+
+    def _first_bad_length(self, buf: bytes, first: int, ends: np.ndarray) -> int | None:
+        """The start of the first frame (from ``first`` to ``ends``) whose length CRC does not match."""
+        if not ends.size:
+            return None
+        starts = np.empty_like(ends)
+        starts[0] = first
+        starts[1:] = ends[:-1]
+        lengths = ends - starts - (HEADER + FOOTER)
+        u8 = np.frombuffer(buf, np.uint8)
+        stored = u8[(starts + 8)[:, None] + _CRC_BYTES].view("<u4").ravel()
+        small = lengths < _TABLE_SIZE
+        if not small.all():  # rare: lengths beyond the table, one by one
+            for start in starts[~small].tolist():
+                if not self._length_ok(buf, start):
+                    return int(start)
+            starts, lengths, stored = starts[small], lengths[small], stored[small]
+        unknown = ~_LENGTH_KNOWN[lengths]
+        if unknown.any():
+            for length in np.unique(lengths[unknown]).tolist():
+                _LENGTH_TABLE[length] = masked_crc(_pack_length(length))
+                _LENGTH_KNOWN[length] = True
+        bad = np.flatnonzero(_LENGTH_TABLE[lengths] != stored)
+        return int(starts[bad[0]]) if bad.size else None
 
     def _hand_out(
-        self, records: list[bytes], ends: np.ndarray, start: int, index: int, footers: bytes | np.ndarray
-    ) -> Iterator[bytes]:
-        """An iterator over ``records`` (consecutive frames from stream offset ``start`` to ``ends``).
+        self, records: Sequence[bytes], ends: np.ndarray, start: int, index: int, stored: np.ndarray | None
+    ) -> Iterator[Iterator[bytes]]:
+        """Yield ``records`` (consecutive frames from stream offset ``start`` to ``ends``) as batches.
 
-        Their data CRCs are checked at once against ``footers``: the stored CRCs
-        as a ``uint32`` array, or the raw footer of a single record. Undamaged
-        batches come back as a plain list iterator (cheapest to ``yield from``).
+        Data CRCs are checked at once against ``stored``; the intact records
+        around a damaged one are handed out, each damage reported in turn.
         """
-        if not self.verify_checksums:
-            return self._publish(records, ends, start, index)
+        if stored is None:
+            yield self._publish(records, ends, start, index)
+            return
         computed = mask_array(np.fromiter(map(self._crc, records), np.uint32, len(records)))
-        stored = footers if isinstance(footers, np.ndarray) else np.frombuffer(footers, "<u4")
         bad = np.flatnonzero(computed != stored)
         if not bad.size:
-            return self._publish(records, ends, start, index)
-        return self._hand_out_damaged(records, ends, start, index, bad.tolist(), stored, computed)
-
-    def _hand_out_damaged(
-        self,
-        records: list[bytes],
-        ends: np.ndarray,
-        start: int,
-        index: int,
-        bad: list[int],
-        stored: np.ndarray,
-        computed: np.ndarray,
-    ) -> Iterator[bytes]:
-        """Yield the intact records around the ``bad`` ones, reporting each bad one in turn."""
+            yield self._publish(records, ends, start, index)
+            return
         first = 0
-        for k in bad:
+        for k in bad.tolist():
             offset = int(ends[k - 1]) if k else start
             first_start = int(ends[first - 1]) if first else start
-            yield from self._publish(records[first:k], ends[first:k], first_start, index + first)
-            self._publish([], _NO_ENDS, offset, index + k)
+            yield self._publish(records[first:k], ends[first:k], first_start, index + first)
+            self._publish((), _NO_ENDS, offset, index + k)
             self._report(
-                ChecksumError(
-                    f"data CRC mismatch in a record of {len(records[k])} bytes "
-                    f"(data at offset {offset + HEADER}): stored {int(stored[k]):#010x}, "
-                    f"computed {int(computed[k]):#010x}; the record's bytes are damaged",
-                    part="data",
-                    stored=int(stored[k]),
-                    computed=int(computed[k]),
-                    path=self.path,
-                    index=index + k,
-                    offset=offset,
-                )
+                self._data_error(len(records[k]), int(stored[k]), int(computed[k]), offset, index + k)
             )
             first = k + 1
-        yield from self._publish(records[first:], ends[first:], int(ends[first - 1]), index + first)
+        yield self._publish(records[first:], ends[first:], int(ends[first - 1]), index + first)
 
-    def _publish(self, records: list[bytes], ends: np.ndarray, start: int, index: int) -> Iterator[bytes]:
+    def _hand_out_large(self, record: bytes, footer: bytes, start: int, index: int) -> Iterator[bytes]:
+        """One large record: checked with plain integers, numpy would cost more than the CRC."""
+        end = (start + len(record) + HEADER + FOOTER,)
+        if self.verify_checksums:
+            stored = _unpack_crc(footer)[0]
+            computed = mask(self._crc(record))
+            if computed != stored:
+                self._publish((), _NO_ENDS, start, index)
+                self._report(self._data_error(len(record), stored, computed, start, index))
+                return self._publish((), end, start, index + 1)
+        return self._publish((record,), end, start, index)
+
+    def _data_error(self, size: int, stored: int, computed: int, offset: int, index: int) -> ChecksumError:
+        return ChecksumError(
+            f"data CRC mismatch in a record of {size} bytes (data at offset {offset + HEADER}): "
+            f"stored {stored:#010x}, computed {computed:#010x}; the record's bytes are damaged",
+            part="data",
+            stored=stored,
+            computed=computed,
+            path=self.path,
+            index=index,
+            offset=offset,
+        )
+
+    def _publish(
+        self, records: Sequence[bytes], ends: np.ndarray | Sequence[int], start: int, index: int
+    ) -> Iterator[bytes]:
         """Make ``records`` the batch being handed out; progress is derived from it."""
         self._batch = iter(records)
         self._batch_ends = ends
@@ -473,7 +498,7 @@ class RecordReader:
                 FOOTER - len(footer), base + pos + HEADER + length + len(footer), base + pos, index
             )
         if len(data) < length or len(footer) < FOOTER:
-            self._publish([], _NO_ENDS, base + pos, index)
+            self._publish((), _NO_ENDS, base + pos, index)
             self._report(self._truncation_error(length, len(data) + len(footer), base + pos, index))
             raise _EndOfStream
         return data, footer
@@ -604,12 +629,30 @@ def _stored_crcs(buf: bytes, ends: np.ndarray) -> np.ndarray:
     return stored.view("<u4").ravel()
 
 
-def _first_bad_length_vectorised(buf: bytes, starts: np.ndarray) -> int | None:
-    u8 = np.frombuffer(buf, np.uint8)
-    computed = masked_crc_rows(u8[starts[:, None] + _LENGTH_BYTES])
-    stored = u8[starts[:, None] + _LENGTH_CRC_BYTES].view("<u4").ravel()
-    bad = np.flatnonzero(computed != stored)
-    return int(starts[bad[0]]) if bad.size else None
+class _FrameFormats(dict[int, str]):
+    """struct codes that take the data of a frame of each length: skip header, take data, skip footer."""
+
+    def __missing__(self, length: int) -> str:
+        code = self[length] = f"{HEADER}x{length}s{FOOTER}x"
+        return code
+
+
+_FRAME_FORMATS = _FrameFormats()
+
+
+def _slice_records(buf: bytes, first: int, ends: np.ndarray) -> tuple[bytes, ...]:
+    """The data of the consecutive frames from ``first`` to ``ends``, as new bytes objects.
+
+    One struct call builds them all in C: cheaper than a slice per record.
+    """
+    if not ends.size:
+        return ()
+    lengths = np.diff(ends, prepend=first) - (HEADER + FOOTER)
+    if lengths[0] == lengths[-1] and (lengths == lengths[0]).all():
+        layout = _FRAME_FORMATS[int(lengths[0])] * lengths.size
+    else:
+        layout = "".join(map(_FRAME_FORMATS.__getitem__, lengths.tolist()))
+    return struct.Struct(layout).unpack_from(buf, first)  # Struct(): not kept in struct's cache
 
 
 def _count_equal_headers(buf: bytes, pos: int, stride: int) -> int:

@@ -29,12 +29,29 @@ from .crc import crc_function, mask, mask_array, masked_crc
 
 __all__ = ["RecordWriter", "write_records"]
 
+
+class _Headers(dict[int, bytes]):
+    """length -> the 12-byte frame header (length and its masked CRC), computed on first use."""
+
+    def __missing__(self, length: int) -> bytes:
+        length_bytes = _pack_length(length)
+        header = self[length] = length_bytes + _pack_crc(masked_crc(length_bytes))
+        return header
+
+    def trim(self) -> None:
+        if len(self) > _MAX_CACHED_HEADERS:
+            self.clear()
+
+
 _pack_length = struct.Struct("<Q").pack
 _pack_crc = struct.Struct("<I").pack
 _FLUSH_BYTES = 1 << 20  # hand frames to the stream in ~1 MiB writes
-_BATCH = 4096  # records framed together by write_records
+_BATCH = 4096  # most records framed together by write_many
+_FIRST_BATCH = 64  # the first batch, before the record size is known
+_DIRECT_PART = 4096  # parts this large on average are written one by one, not joined first
 _MAX_CACHED_HEADERS = 1 << 16
 _O_BINARY = getattr(os, "O_BINARY", 0)
+_HEADERS = _Headers()  # shared: a header depends on the length alone
 
 Bytes = bytes | bytearray | memoryview
 
@@ -85,7 +102,6 @@ class RecordWriter:
         else:
             self._raw = destination
         self._stream = open_compressed(self._raw, codec, compression_level)
-        self._headers: dict[int, bytes] = {}
         self._pending: list[Bytes] = []
         self._pending_bytes = 0
         self._closed = False
@@ -94,16 +110,6 @@ class RecordWriter:
     def path(self) -> str | None:
         """The final path of the file, or ``None`` when writing to a file object."""
         return self._path
-
-    def _header(self, length: int) -> bytes:
-        header = self._headers.get(length)
-        if header is None:
-            length_bytes = _pack_length(length)
-            header = length_bytes + _pack_crc(masked_crc(length_bytes))
-            if len(self._headers) >= _MAX_CACHED_HEADERS:
-                self._headers.clear()
-            self._headers[length] = header
-        return header
 
     def _check_open(self) -> None:
         if self._closed:
@@ -118,11 +124,7 @@ class RecordWriter:
         self._check_open()
         if not isinstance(record, bytes):
             record = bytes(record)
-        self._pending += (
-            self._header(len(record)),
-            record,
-            _pack_crc(mask(self._crc(record))),
-        )
+        self._pending += (_HEADERS[len(record)], record, _pack_crc(mask(self._crc(record))))
         self._pending_bytes += len(record) + 16
         if self._pending_bytes >= _FLUSH_BYTES:
             self._drain()
@@ -135,31 +137,35 @@ class RecordWriter:
         """
         self._check_open()
         count = 0
-        batch_size = _BATCH
+        batch_size = _FIRST_BATCH
         iterator = iter(records)
-        while batch := [
-            r if isinstance(r, bytes) else bytes(r) for r in itertools.islice(iterator, batch_size)
-        ]:
-            crcs = np.fromiter(map(self._crc, batch), dtype=np.uint32, count=len(batch))
-            footers = mask_array(crcs).astype("<u4").tobytes()
-            header = self._header
-            pending = self._pending
-            for i, record in enumerate(batch):
-                pending += (header(len(record)), record, footers[4 * i : 4 * i + 4])
-            batch_bytes = sum(map(len, batch)) + 16 * len(batch)
+        while batch := [r if type(r) is bytes else bytes(r) for r in itertools.islice(iterator, batch_size)]:
+            size = len(batch)
+            lengths = list(map(len, batch))
+            crcs = mask_array(np.fromiter(map(self._crc, batch), np.uint32, size))
+            footers = struct.Struct("4s" * size).unpack(crcs.astype("<u4").tobytes())
+            # Frames are assembled by C loops only: header, data, footer for every record.
+            headers = map(_HEADERS.__getitem__, lengths)
+            self._pending += itertools.chain.from_iterable(zip(headers, batch, footers, strict=True))
+            batch_bytes = sum(lengths) + 16 * size
             self._pending_bytes += batch_bytes
-            count += len(batch)
-            # Large records: smaller batches, so memory stays near _FLUSH_BYTES.
-            batch_size = max(1, min(_BATCH, _FLUSH_BYTES * len(batch) // batch_bytes))
+            count += size
             if self._pending_bytes >= _FLUSH_BYTES:
                 self._drain()
+            # Size batches to about _FLUSH_BYTES, so memory stays bounded whatever the record size.
+            batch_size = max(1, min(_BATCH, _FLUSH_BYTES * size // batch_bytes))
+        _HEADERS.trim()
         return count
 
     def _drain(self) -> None:
-        if self._pending:
+        if not self._pending:
+            return
+        if self._pending_bytes >= _DIRECT_PART * len(self._pending):
+            self._stream.writelines(self._pending)  # large parts: written without another copy
+        else:
             self._stream.write(b"".join(self._pending))
-            self._pending.clear()
-            self._pending_bytes = 0
+        self._pending.clear()
+        self._pending_bytes = 0
 
     def flush(self) -> None:
         """Push every record written so far to the file (idempotent)."""
