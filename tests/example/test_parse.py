@@ -843,12 +843,8 @@ def test_negative_value_rowids_are_refused() -> None:
         tfrec.parse_example([ex(v=V3, p=ints(0, -1, 0))], {"r": RF(I64, "v", [RF.ValueRowIds("p")])})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: batched UniformRowLength requires each example's count to be a multiple of the "
-    "length; TF only reshapes the whole batch (row_splits // length)",
-)
 def test_batched_uniform_row_length_checks_only_the_total() -> None:
+    # As TF: the batch's values are reshaped as a whole, and the batch splits divided by the length.
     parsed = tfrec.parse_example(
         [ex(v=ints(1, 2, 3)), ex(v=ints(4))], {"r": RF(I64, "v", [RF.UniformRowLength(2)])}
     )

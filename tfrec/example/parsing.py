@@ -107,7 +107,9 @@ def _default(key: str, dtype: np.dtype, value: Any, shape: tuple[int, ...]) -> n
             array = _object_array([v.encode() if isinstance(v, str) else bytes(v) for v in items])
         else:
             raw = np.asarray(value)
-            if raw.dtype.kind in "SUO" or (dtype == int64 and raw.dtype.kind == "f"):
+            # As TF: numpy arrays are cast; Python floats are not silently truncated to ints.
+            python_floats = not isinstance(value, np.ndarray) and raw.dtype.kind == "f" and raw.size
+            if raw.dtype.kind in "SUO" or (dtype == int64 and python_floats):
                 raise TypeError(f"cannot convert {value!r} to {dtype}")
             array = raw.astype(dtype).ravel()
     except (TypeError, ValueError) as exc:
@@ -129,6 +131,7 @@ class _Plan:
         self.specs: dict[str, Spec] = {}
         self.reads: dict[bytes, int] = {}
         self._readers: dict[bytes, str] = {}  # which kind of spec reads each key: dense/sparse/ragged
+        self._splits_dtypes: dict[str, np.dtype] = {}  # ragged keys: their row_splits dtype
         for key in sorted(features):
             feature = features[key]
             if isinstance(feature, FixedLenSequenceFeature) and not sequence and not feature.allow_missing:
@@ -223,6 +226,10 @@ class _Plan:
                 self._read(partition.key, wire.INT64, "ragged")
         value_key = feature.value_key or key
         self._read(value_key, _kind(dtype), "ragged")
+        for raw in [value_key] + [p.key for p in partitions if hasattr(p, "key")]:
+            other = self._splits_dtypes.setdefault(raw, splits_dtype)
+            if other != splits_dtype:
+                raise SchemaError(f"Conflicting partition type {other} vs {splits_dtype} for feature {raw}.")
         return RaggedFeature(dtype, value_key, partitions, splits_dtype, bool(feature.validate))
 
 
@@ -471,20 +478,15 @@ def _ragged_batch(
     current: Any = values
     rows = counts.astype(np.int64)  # per example: number of items at the current level
     for partition, column in reversed(partitions):
-        starts = np.concatenate(([0], np.cumsum(rows)[:-1])).astype(np.int64)
+        starts = np.cumsum(rows) - rows  # where each example's items begin
         total = int(rows.sum())
         if column is None:
             length = partition.length
-            if length <= 0 or (rows % length).any():
-                raise DecodeError(
-                    f"Key: {key}.  Input to reshape is a tensor with {total} values, but the requested shape "
-                    f"requires a multiple of {length}",
-                    key=key,
-                )
-            current = _uniform(key, current, length)
+            current = _uniform(key, current, length)  # checks that the batch total divides
             if isinstance(current, RaggedArray):
                 current = RaggedArray(current.values, current.row_splits.astype(splits_dtype))
-            rows = rows // length
+            # As TF: the batch's row boundaries are divided by the length (only the total must divide).
+            rows = np.diff(np.concatenate(([0], np.cumsum(rows))) // length)
             continue
         ids = np.asarray(column.values, np.int64)
         offsets = np.repeat(starts, column.counts)
@@ -510,7 +512,7 @@ def _ragged_batch(
             per_row = np.zeros(counts.size, np.int64)
             nonempty = column.counts > 0
             per_row[nonempty] = np.maximum.reduceat(ids, first[nonempty]) + 1 if ids.size else 0
-            row_offsets = np.concatenate(([0], np.cumsum(per_row)[:-1]))
+            row_offsets = np.cumsum(per_row) - per_row
             global_ids = ids + np.repeat(row_offsets, column.counts)
             splits = np.concatenate(([0], np.cumsum(np.bincount(global_ids, minlength=int(per_row.sum())))))
             rows = per_row
