@@ -1,11 +1,12 @@
 """Reading and verifying TFRecord frames (record layer).
 
-Small records are sliced out of large blocks and their CRCs checked a block at
-a time: the length CRC depends only on the length, so it is cached per length;
-runs of equal headers are recognised with one numpy compare; data CRCs are
-computed with one C call per record and compared in one vectorised step.
-Large records are read straight into their own ``bytes`` object. Records
-before a damaged one are always yielded before the error is raised.
+Small records are cut out of 1 MiB blocks and checked a block at a time: the
+length CRC depends only on the length, so it is looked up in a table; runs of
+equal headers are recognised with one numpy compare; one struct call builds
+all the records of a block; data CRCs take one C call per record and are
+compared in one vectorised step. Large records are read straight into their
+own ``bytes`` object. Records before a damaged one are always yielded before
+the error is raised.
 
 Example:
     >>> for record in read_records("train.tfrecord.gz"):
@@ -40,23 +41,21 @@ FOOTER = 4  # uint32 masked CRC of the data
 _BLOCK = 1 << 20  # bytes read at once while records are small
 _LARGE = 1 << 16  # records at least this long are read into their own object
 _MAX_READ = 1 << 24  # largest single read: a corrupt length never allocates more
-_MIN_RUN = 32  # records ahead before a run of equal headers is worth numpy
-_unpack_header = struct.Struct("<QI").unpack_from
-_unpack_crc = struct.Struct("<I").unpack_from
 _WALK = 64  # frames walked in Python before looking for a run of equal headers
-_unpack_length = struct.Struct("<Q").unpack_from
-_FOOTER_BYTES = np.arange(FOOTER)
-_LENGTH_BYTES = np.arange(8)
-_LENGTH_CRC_BYTES = np.arange(8, HEADER)
+_MIN_RUN = 32  # records ahead before a run of equal headers is worth numpy
 _NO_ENDS = np.empty(0, np.int64)
-_TABLE_SIZE = _LARGE  # length CRCs of lengths below this are looked up in a table
 _CRC_BYTES = np.arange(4)
-# The CRC of a length depends on the length alone: computed once per process, shared by all readers
-# (idempotent writes, so concurrent readers cannot disagree).
-_LENGTH_CRCS: dict[int, int] = {}
-_LENGTH_TABLE = np.zeros(_TABLE_SIZE, np.uint32)
-_LENGTH_KNOWN = np.zeros(_TABLE_SIZE, bool)
+_unpack_header = struct.Struct("<QI").unpack_from
+_unpack_length = struct.Struct("<Q").unpack_from
+_unpack_crc = struct.Struct("<I").unpack_from
 _pack_length = struct.Struct("<Q").pack
+
+# The CRC of a length depends on the length alone: computed once per process and shared by all
+# readers (the writes are idempotent, so concurrent readers cannot disagree). Lengths below
+# _LARGE are looked up in a table a block at a time; single frames use the dict.
+_LENGTH_TABLE = np.zeros(_LARGE, np.uint32)
+_LENGTH_KNOWN = np.zeros(_LARGE, bool)
+_LENGTH_CRCS: dict[int, int] = {}
 _MAX_CACHED_LENGTHS = 1 << 16
 
 
@@ -261,9 +260,9 @@ class RecordReader:
             index = self._batch_index
             eof = False
             header_only = False  # after a large record, read just the next header
-            ahead: tuple[bytes, int, int] | None = (
-                None  # a block read ahead: (bytes, its offset, first frame)
-            )
+            # A block read ahead while a frame cut by its start is handed out on its own:
+            # (the block, its stream offset, where its first whole frame starts).
+            ahead: tuple[bytes, int, int] | None = None
             while True:
                 start = pos
                 records, ends, pos, bad_length = self._split(buf, pos)
@@ -397,7 +396,7 @@ class RecordReader:
         lengths = ends - starts - (HEADER + FOOTER)
         u8 = np.frombuffer(buf, np.uint8)
         stored = u8[(starts + 8)[:, None] + _CRC_BYTES].view("<u4").ravel()
-        small = lengths < _TABLE_SIZE
+        small = lengths < _LARGE
         if not small.all():  # rare: lengths beyond the table, one by one
             for start in starts[~small].tolist():
                 if not self._length_ok(buf, start):
@@ -625,7 +624,7 @@ class RecordReader:
 
 def _stored_crcs(buf: bytes, ends: np.ndarray) -> np.ndarray:
     """The data CRCs stored in the footers of the frames ending at ``ends`` in ``buf``."""
-    stored: np.ndarray = np.frombuffer(buf, np.uint8)[(ends - FOOTER)[:, None] + _FOOTER_BYTES]
+    stored: np.ndarray = np.frombuffer(buf, np.uint8)[(ends - FOOTER)[:, None] + _CRC_BYTES]
     return stored.view("<u4").ravel()
 
 
