@@ -22,7 +22,6 @@ from wirebuild import (
     floats,
     int64_feature,
     ints,
-    ld,
     loose_floats,
     loose_ints,
     packed_floats,
@@ -406,7 +405,3 @@ def test_long_entries_and_values_in_lockstep() -> None:
     assert parsed["k" * 200].values.tolist() == [big, b""] * 5
     assert parsed["n"].row_splits.tolist() == np.cumsum([0, 100, 101, 102, 103, 104]).tolist()
     assert parsed["n"].values.tolist() == [v for i in range(5) for v in range(100 + i)]
-
-
-def test_split_length_helper() -> None:
-    assert ld(1, b"") == b"\x0a\x00"

@@ -1029,3 +1029,32 @@ def test_tensorflow_like_dtype_objects_are_accepted_by_name() -> None:
     assert_same(parsed, {"a": np.int64(1), "f": np.float32(2.0), "s": b"x"})
     with pytest.raises(SchemaError):
         tfrec.parse_single_example(ex(a=ints(1)), {"a": FLF([], DType("int32"))})
+
+
+# -- the result types -----------------------------------------------------------------------------
+
+
+def test_sparse_array_to_dense() -> None:
+    parsed = tfrec.parse_example([ex(a=strs(b"x", b"y")), ex(), ex(a=strs(b"z"))], {"a": VLF(STR)})
+    assert parsed["a"].to_dense().tolist() == [[b"x", b"y"], [b"", b""], [b"z", b""]]
+    assert parsed["a"].to_dense(b"-").tolist() == [[b"x", b"y"], [b"-", b"-"], [b"z", b"-"]]
+    single = tfrec.parse_single_example(ex(i=ints(3, 0), v=floats(1.5, 2.5)), {"s": SF("i", "v", F32, 4)})
+    assert_same(single["s"].to_dense(), f32(2.5, 0, 0, 1.5))
+
+
+def test_ragged_array_helpers() -> None:
+    parsed = tfrec.parse_single_example(
+        ex(v=V6, o=ints(2, 1), i=ints(1, 2, 3)), {"r": RF(I64, "v", [RF.RowLengths("o"), RF.RowLengths("i")])}
+    )["r"]
+    assert parsed.to_list() == [[[1], [2, 3]], [[4, 5, 6]]]
+    assert len(parsed) == 2
+    assert_same(parsed.flat_values, i64(1, 2, 3, 4, 5, 6))
+
+
+def test_result_equality() -> None:
+    nan = f32(np.nan)
+    assert sparse([[0]], nan, [1]) == sparse([[0]], f32(np.nan), [1])  # NaN equals NaN here
+    assert sparse([[0]], i64(1), [1]) != sparse([[0]], f32(1), [1])  # dtypes differ
+    assert ragged(i64(1, 2), [0, 2]) == ragged(i64(1, 2), [0, 2])
+    assert ragged(i64(1, 2), [0, 2]) != ragged(i64(1, 2), [0, 2], dtype=np.int64)  # splits dtype counts
+    assert ragged(i64(1, 2), [0, 1, 2]) != ragged(i64(1, 2), [0, 2])

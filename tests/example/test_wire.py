@@ -15,7 +15,6 @@ from wirebuild import (
     FIXED32,
     FIXED64,
     bytes_feature,
-    bytes_items,
     entry,
     example,
     float_feature,
@@ -414,7 +413,3 @@ def test_parse_example_payload_error_is_a_decode_error(name: str, size: int) -> 
         tfrec.parse_example(records, spec)
     with pytest.raises(DecodeError, match=r"^Could not parse example input: "):
         tfrec.parse_single_example(records[2], spec)
-
-
-def test_bytes_items_helper() -> None:
-    assert bytes_items([b"a", b""]) == b"\x0a\x01a\x0a\x00"
