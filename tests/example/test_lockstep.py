@@ -254,25 +254,26 @@ def test_parse_example_agrees_with_parse_single_example(
         choice = data.draw(st.integers(0, 3))
         count = data.draw(st.sampled_from((1, 2)))
         specs[raw.decode()] = _spec(kind, choice, count)
-    # Expected: each key alone, record by record. The batch fails on the first key (sorted) that fails
-    # in some record, with the batch form of that record's message (which record: see the xfail below).
+    # Expected: each key alone, record by record. The batch fails, as TF does, with the batch form of
+    # the message of the lowest failing record (whichever key fails there).
     expected: dict[str, Any] = {}
-    failures: list[tuple[type, str]] = []
+    failures: list[tuple[int, type, str]] = []
     for key in sorted(specs):
         singles = []
         for row, record in enumerate(records):
             try:
                 singles.append(tfrec.parse_single_example(record, {key: specs[key]}))
             except (tfrec.DecodeError, tfrec.MissingFeatureError) as exc:
-                failures.append((type(exc), _batch_message(str(exc), row)))
-        if failures:
-            break
-        expected[key] = _stack(specs[key], [s[key] for s in singles])
+                failures.append((row, type(exc), _batch_message(str(exc), row)))
+        if len(singles) == len(records):
+            expected[key] = _stack(specs[key], [s[key] for s in singles])
+    lowest = min((row for row, _, _ in failures), default=None)
+    failures = [failure for failure in failures if failure[0] == lowest]
     _gather_or_known_crash(records, {k.encode(): DTYPE_KIND[specs[k].dtype] for k in specs})
     if failures:
         with pytest.raises((tfrec.DecodeError, tfrec.MissingFeatureError)) as info:
             tfrec.parse_example(records, specs)
-        assert (type(info.value), str(info.value)) in failures
+        assert (lowest, type(info.value), str(info.value)) in failures
         with mock.patch.object(lockstep, "_MIN_BATCH", 10**9), pytest.raises(type(info.value)) as slow:
             tfrec.parse_example(records, specs)
         assert str(slow.value) == str(info.value)
@@ -282,11 +283,6 @@ def test_parse_example_agrees_with_parse_single_example(
         assert_same(got[key], expected[key], key)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: in a batch, a wrong kind in any record is reported before a wrong count, and a wrong "
-    "count before a missing feature; TF reports the lowest failing record",
-)
 @pytest.mark.parametrize(
     ("records", "message"),
     [
@@ -355,11 +351,6 @@ def test_a_small_or_odd_first_record_batch_is_not_decoded_in_lockstep() -> None:
 # -- known lockstep bugs ----------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: lockstep crashes (IndexError) when an odd record's bytes, read through the template, "
-    "give a negative or huge length (positions are clipped above only)",
-)
 @pytest.mark.parametrize(
     "odd",
     [{"a": [128, 0, -248]}, {"label": np.array([2**63 - 1])}],

@@ -789,7 +789,6 @@ def test_parse_single_example_errors(
     assert info.value.key == key
 
 
-@pytest.mark.xfail(strict=True, reason="bug: shapes in count messages print as [2, 2]; TF writes [2,2]")
 def test_count_error_shape_has_no_spaces() -> None:
     with pytest.raises(DecodeError) as info:
         tfrec.parse_example([ex(a=floats(1, 2, 3))], {"a": FLF([2, 2], F32)})

@@ -213,9 +213,6 @@ def test_parse_sequence_example_empty_batch() -> None:
     assert_same(lengths, {"f": i64()})
 
 
-@pytest.mark.xfail(
-    strict=True, reason="bug: a VarLenFeature feature list in an empty batch raises numpy's ValueError"
-)
 def test_parse_sequence_example_empty_batch_var_len() -> None:
     _, lists, _ = tfrec.parse_sequence_example([], sequence_features={"v": VLF(I64)})
     assert_same(lists, {"v": sparse([], i64(), [0, 0, 0])})
@@ -237,7 +234,6 @@ def test_ragged_feature_list_reads_its_value_key_here() -> None:
     assert_same(lists["r"], ragged(i64(1, 2, 3), [0, 2, 3]))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a RaggedFeature in sequence_features ignores its value_key")
 def test_ragged_feature_list_value_key() -> None:
     record = seq(v=[ints(1, 2), ints(3)])
     _, lists = tfrec.parse_single_sequence_example(record, sequence_features={"r": RF(I64, value_key="v")})

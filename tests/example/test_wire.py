@@ -216,9 +216,6 @@ def test_odd_forms_parse_as_they_decode(data: bytes, expected: dict[str, Any]) -
         assert spec.dtype == batch[key].values.dtype
 
 
-@pytest.mark.xfail(
-    strict=True, reason="bug: a map entry with its value twice keeps only the last (protobuf merges)"
-)
 def test_value_twice_in_a_map_entry_is_merged() -> None:
     data = example(ld(1, ld(1, b"a") + ld(2, ints(1)) + ld(2, ints(2))))
     assert same_decoded(proto_decode(data), {"a": i64(1, 2)})
@@ -231,10 +228,6 @@ def test_wrong_wire_type_in_a_map_entry_is_skipped() -> None:
     assert same_decoded(tfrec.decode_example(data), {"a": i64(1)})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: lockstep crashes (IndexError) on an unpacked int64 list whose first value is a large varint",
-)
 @pytest.mark.parametrize("value", [-(2**63), 2**63 - 1, -(2**62)])
 def test_unpacked_extreme_int64_in_a_batch(value: int) -> None:
     odd = example(entry("a", int64_feature(loose_ints([value, 0]))))
@@ -335,9 +328,6 @@ def test_every_truncation_is_a_decode_error(cut: int) -> None:
         tfrec.decode_example(_GOOD[:cut])
 
 
-@pytest.mark.xfail(
-    strict=True, reason="bug: a fixed32 field cut short at the end of the record raises numpy's ValueError"
-)
 def test_truncated_unpacked_float_at_end_is_a_decode_error() -> None:
     data = example(entry("a", float_feature(tag(1, FIXED32) + b"\x00\x00")))
     with pytest.raises(DecodeError):
@@ -392,11 +382,6 @@ def _payload_batch(name: str, size: int) -> tuple[list[bytes], dict[str, tfrec.V
     return [bad if i == 2 else good for i in range(size)], {"a": tfrec.VarLenFeature(dtype)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a malformed packed payload (float length % 4, truncated or 11-byte varint) is reported "
-    "without the record index by parse_example",
-)
 @pytest.mark.parametrize("size", [3, 6], ids=["per-record", "lockstep"])
 @pytest.mark.parametrize("name", sorted(_IN_VALUES))
 def test_parse_example_payload_error_names_the_record(name: str, size: int) -> None:

@@ -133,7 +133,8 @@ def _as_bytes(key: str, value: Any) -> bytes:
 def _int_array(key: str, values: Any) -> np.ndarray:
     """int64 array of ``values``; refuse anything outside int64."""
     if isinstance(values, np.ndarray) and values.dtype.kind in "biu":
-        if values.dtype.kind == "u" and values.size and values.max() > _INT64_MAX:
+        # int(): numpy 1.x compares uint64 with a Python int through float64, which rounds.
+        if values.dtype.kind == "u" and values.size and int(values.max()) > _INT64_MAX:
             raise EncodeError(f"key {key!r}: {int(values.max())} (uint64) does not fit in int64", key=key)
         return values.astype(np.int64).ravel()
     ints = [int(v) for v in values]
@@ -189,16 +190,27 @@ def _encode_feature(kind: int, values: Any) -> bytes:
     return _length_delimited(0x0A if kind == wire.BYTES else 0x12 if kind == wire.FLOAT else 0x1A, body)
 
 
+def _encode_key(key: Any) -> bytes:
+    if not isinstance(key, str):
+        raise EncodeError(f"feature keys must be str, not {type(key).__name__} ({key!r})", key=str(key))
+    try:
+        return key.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EncodeError(f"key {key!r} is not valid UTF-8 ({exc.reason})", key=key) from None
+
+
 def _encode_features(mapping: Mapping[str, Any], allow_downcast: bool) -> bytes:
     entries = []
     for key, value in mapping.items():
-        if not isinstance(key, str):
-            raise EncodeError(f"feature keys must be str, not {type(key).__name__} ({key!r})", key=str(key))
+        raw_key = _encode_key(key)
         feature = _encode_feature(*_kind_of(key, value, allow_downcast))
-        entries.append(
-            _length_delimited(0x0A, _length_delimited(0x0A, key.encode()) + _length_delimited(0x12, feature))
-        )
+        entries.append(_map_entry(raw_key, feature))
     return b"".join(entries)
+
+
+def _map_entry(key: bytes, value: bytes) -> bytes:
+    """A map entry (field 1 of its map): key in field 1, value message in field 2."""
+    return _length_delimited(0x0A, _length_delimited(0x0A, key) + _length_delimited(0x12, value))
 
 
 def encode_example(mapping: Mapping[str, Value], *, allow_downcast: bool = False) -> bytes:
@@ -237,8 +249,7 @@ def encode_sequence_example(
     out = _length_delimited(0x0A, _encode_features(context or {}, allow_downcast))
     lists = []
     for key, steps in (feature_lists or {}).items():
-        if not isinstance(key, str):
-            raise EncodeError(f"feature list keys must be str, not {type(key).__name__}", key=str(key))
+        raw_key = _encode_key(key)
         if isinstance(steps, (str, bytes, np.ndarray)) and not (
             isinstance(steps, np.ndarray) and steps.ndim > 1
         ):
@@ -250,9 +261,7 @@ def encode_sequence_example(
         body = b"".join(
             _length_delimited(0x0A, _encode_feature(*_kind_of(key, step, allow_downcast))) for step in steps
         )
-        lists.append(
-            _length_delimited(0x0A, _length_delimited(0x0A, key.encode()) + _length_delimited(0x12, body))
-        )
+        lists.append(_map_entry(raw_key, body))
     return out + _length_delimited(0x12, b"".join(lists))
 
 

@@ -78,9 +78,15 @@ def concat_values(kind: int, pieces: Sequence[np.ndarray | list[bytes]]) -> np.n
 
 
 def columns_from_features(
-    records: Sequence[bytes], scanned: Sequence[Mapping[bytes, wire.Feature]], wanted: Mapping[bytes, int]
+    records: Sequence[bytes],
+    scanned: Sequence[Mapping[bytes, wire.Feature]],
+    wanted: Mapping[bytes, int],
+    numbers: Sequence[int] | None = None,
 ) -> dict[bytes, Column]:
-    """Build columns from per-record scans (``scanned[i]`` belongs to ``records[i]``)."""
+    """Build columns from per-record scans (``scanned[i]`` belongs to ``records[i]``).
+
+    ``numbers`` are the records' indices in the caller's batch, for errors.
+    """
     columns = {}
     for key, kind in wanted.items():
         kinds = np.zeros(len(records), np.int8)
@@ -92,7 +98,11 @@ def columns_from_features(
                 continue
             kinds[row] = feature.kind
             if feature.kind == kind:
-                values = decode_values(data, feature)
+                try:
+                    values = decode_values(data, feature)
+                except wire.WireError as exc:
+                    exc.index = numbers[row] if numbers is not None else row  # type: ignore[attr-defined]
+                    raise
                 counts[row] = len(values)
                 pieces.append(values)
         columns[key] = Column(kinds, counts, concat_values(kind, pieces))
@@ -129,7 +139,7 @@ def _per_record(
         except wire.WireError as exc:
             exc.index = row  # type: ignore[attr-defined]
             raise
-    return columns_from_features([records[row] for row in rows], scanned, wanted)
+    return columns_from_features([records[row] for row in rows], scanned, wanted, rows)
 
 
 def _merge(

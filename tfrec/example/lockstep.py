@@ -85,7 +85,8 @@ class _Batch:
         self.ok = np.ones(len(records), bool)
 
     def _clip(self, pos: np.ndarray) -> np.ndarray:
-        return np.minimum(pos, self.limit)
+        # Rows that strayed may hold any position: keep every gather in bounds.
+        return np.clip(pos, 0, self.limit)
 
     def expect(self, pos: np.ndarray, byte: int, rows: np.ndarray | None = None) -> np.ndarray:
         """Check for ``byte`` at ``pos`` (in ``rows`` only, if given); return ``pos + 1``."""
@@ -106,8 +107,9 @@ class _Batch:
             size = last.argmax(axis=1) + 1
             keep = _TEN[None, :] < size[:, None]
             value = (((window & 0x7F) << (7 * _TEN)) * keep).sum(axis=1)
-            valid = last.any(axis=1) & (value >= 0)  # a length never needs 64 bits
+            valid = last.any(axis=1) & (value >= 0) & (value <= self.limit)  # no length exceeds the batch
             self.ok &= valid if rows is None else valid | ~rows
+            value = np.where(valid, value, 0)
         if rows is not None:
             value = np.where(rows, value, 0)
             size = np.where(rows, size, 0)
@@ -116,7 +118,7 @@ class _Batch:
     def key(self, pos: np.ndarray, key: bytes) -> np.ndarray:
         """Check that the bytes at ``pos`` are ``key``; return the position after it."""
         if key:
-            found = self.u8[np.minimum(pos[:, None] + np.arange(len(key)), len(self.u8) - 1)]
+            found = self.u8[np.clip(pos[:, None] + np.arange(len(key)), 0, len(self.u8) - 1)]
             self.ok &= (found == np.frombuffer(key, np.uint8)).all(axis=1)
         return pos + len(key)
 
@@ -175,7 +177,10 @@ def lockstep_columns(
             found[entry.key] = _Found(entry.kind, present, pos, length, [])
         pos = entry_end
     batch.ok &= pos == batch.ends
-    columns = _columns(batch, found, wanted)
+    try:
+        columns = _columns(batch, found, wanted)
+    except wire.WireError:
+        return None  # a malformed payload: the per-record decoder reports it with its record
     odd = np.flatnonzero(~batch.ok).tolist()
     return columns, odd
 

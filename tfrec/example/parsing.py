@@ -240,102 +240,124 @@ def _name(names: Sequence[str] | None, row: int) -> str:
     return names[row] if names is not None else "<unknown>"
 
 
-def _where(names: Sequence[str] | None, row: int, key: str, batched: bool) -> str:
-    if not batched:
-        return f"Key: {key}."
-    return f"Name: {_name(names, row)}, Key: {key}, Index: {row}."
+class _Checks:
+    """Collects data errors across every key and keeps the one of the lowest record, as TF reports."""
 
+    def __init__(self, names: Sequence[str] | None, batched: bool) -> None:
+        self.names = names
+        self.batched = batched
+        self.first: tuple[int, Exception] | None = None
 
-def _refuse(
-    bad: np.ndarray, key: str, names: Sequence[str] | None, batched: bool, problem: Callable[[int], str]
-) -> None:
-    """Raise a DecodeError for the first row where ``bad`` holds, if any; ``problem(row)`` says what."""
-    rows = np.flatnonzero(bad)
-    if rows.size:
+    def where(self, row: int, key: str) -> str:
+        if not self.batched:
+            return f"Key: {key}."
+        return f"Name: {_name(self.names, row)}, Key: {key}, Index: {row}."
+
+    def refuse(
+        self,
+        bad: np.ndarray,
+        key: str,
+        problem: Callable[[int], str],
+        error: type[DecodeError] | type[MissingFeatureError] = DecodeError,
+    ) -> bool:
+        """Note the first row where ``bad`` holds (``problem(row)`` says what); True if any does."""
+        rows = np.flatnonzero(bad)
+        if not rows.size:
+            return False
         row = int(rows[0])
-        raise DecodeError(f"{_where(names, row, key, batched)}  {problem(row)}", key=key)
+        if self.first is None or row < self.first[0]:
+            exc = error(problem(row), key=key)
+            exc.index = row  # type: ignore[union-attr]
+            self.first = (row, exc)
+        return True
+
+    def kinds(self, column: Column, kind: int, key: str) -> bool:
+        """Refuse rows whose feature has another kind (even when empty)."""
+        return self.refuse(
+            (column.kinds != wire.NONE) & (column.kinds != kind),
+            key,
+            lambda row: (
+                f"{self.where(row, key)}  Data types don't match. Expected type: {_TF_NAME[kind]}, "
+                f"Actual type: {_TF_NAME[int(column.kinds[row])]}"
+            ),
+        )
+
+    def raise_first(self) -> None:
+        if self.first is not None:
+            raise self.first[1]
 
 
-def _check_kinds(column: Column, kind: int, key: str, names: Sequence[str] | None, batched: bool) -> None:
-    _refuse(
-        (column.kinds != wire.NONE) & (column.kinds != kind),
-        key,
-        names,
-        batched,
-        lambda row: (
-            f"Data types don't match. Expected type: {_TF_NAME[kind]}, "
-            f"Actual type: {_TF_NAME[int(column.kinds[row])]}"
-        ),
-    )
+def _shape_text(shape: Sequence[int]) -> str:
+    return "[" + ",".join(map(str, shape)) + "]"  # as TF prints shapes
 
 
 # -- one spec, one column -------------------------------------------------------------------------
 
 
-def _fixed(
-    key: str, spec: FixedLenFeature, column: Column, names: Sequence[str] | None, batched: bool
-) -> np.ndarray:
+def _fixed(key: str, spec: FixedLenFeature, column: Column, checks: _Checks) -> np.ndarray | None:
     kind = _kind(spec.dtype)
-    _check_kinds(column, kind, key, names, batched)
     size = math.prod(spec.shape)
     present = column.kinds == kind
-    _refuse(
+    bad = checks.kinds(column, kind, key)
+    bad |= checks.refuse(
         present & (column.counts != size),
         key,
-        names,
-        batched,
         lambda row: (
-            f"Number of {_LIST_NAME[kind]} values != expected.  "
-            f"Values size: {int(column.counts[row])} but output shape: {list(spec.shape)}"
+            f"{checks.where(row, key)}  Number of {_LIST_NAME[kind]} values != expected.  "
+            f"Values size: {int(column.counts[row])} but output shape: {_shape_text(spec.shape)}"
         ),
     )
+    if spec.default_value is None:
+        prefix = "Name: {}, " if checks.batched else ""
+        bad |= checks.refuse(
+            column.kinds == wire.NONE,
+            key,
+            lambda row: (
+                prefix.format(_name(checks.names, row))
+                + f"Feature: {key} (data type: {_TF_NAME[kind]}) is required but could not be found."
+            ),
+            MissingFeatureError,
+        )
+    if bad:
+        return None
     rows = len(column.kinds)
     values = _as_array(column.values)
     if present.all():
         return values.reshape((rows, *spec.shape))
-    if spec.default_value is None:
-        row = int(np.flatnonzero(~present)[0])
-        prefix = f"Name: {_name(names, row)}, " if batched else ""
-        raise MissingFeatureError(
-            f"{prefix}Feature: {key} (data type: {_TF_NAME[kind]}) is required but could not be found.",
-            key=key,
-        )
     out = np.empty((rows, *spec.shape), spec.dtype)
     out[~present] = spec.default_value
     out[present] = values.reshape((-1, *spec.shape))
     return out
 
 
-def _var_len(
-    key: str, spec: VarLenFeature, column: Column, names: Sequence[str] | None, batched: bool
-) -> SparseArray:
-    _check_kinds(column, _kind(spec.dtype), key, names, batched)
+def _var_len(key: str, spec: VarLenFeature, column: Column, checks: _Checks) -> SparseArray | None:
+    if checks.kinds(column, _kind(spec.dtype), key):
+        return None
     values = _as_array(column.values)
     counts = column.counts
     position = np.arange(values.size) - np.repeat(column.offsets()[:-1], counts)
-    if not batched:
+    if not checks.batched:
         return SparseArray(position[:, None], values, np.array([values.size], np.int64))
     rows = np.repeat(np.arange(counts.size), counts)
     width = int(counts.max()) if counts.size else 0
     return SparseArray(np.stack([rows, position], axis=1), values, np.array([counts.size, width], np.int64))
 
 
-def _sequence(
-    key: str, spec: FixedLenSequenceFeature, column: Column, names: Sequence[str] | None, batched: bool
-) -> np.ndarray:
+def _sequence(key: str, spec: FixedLenSequenceFeature, column: Column, checks: _Checks) -> np.ndarray | None:
     kind = _kind(spec.dtype)
-    _check_kinds(column, kind, key, names, batched)
     stride = math.prod(spec.shape)
-    _refuse(
+    bad = checks.kinds(column, kind, key)
+    bad |= checks.refuse(
         column.counts % stride != 0,
         key,
-        names,
-        batched,
         lambda row: (
-            f"Number of {_LIST_NAME[kind]} values is not a multiple of stride length. "
-            f"Saw {int(column.counts[row])} values but output shape is: [?,{','.join(map(str, spec.shape))}]"
+            f"{checks.where(row, key)}  Number of {_LIST_NAME[kind]} values is not a multiple of "
+            f"stride length. Saw {int(column.counts[row])} values but output shape is: "
+            f"[?,{_shape_text(spec.shape)[1:]}"
         ),
     )
+    if bad:
+        return None
     return _pad_steps(
         _as_array(column.values), column.counts // stride, spec.shape, spec.dtype, spec.default_value
     )
@@ -354,30 +376,34 @@ def _pad_steps(
 
 
 def _sparse(
-    key: str, spec: SparseFeature, columns: Mapping[bytes, Column], names: Sequence[str] | None, batched: bool
-) -> SparseArray:
+    key: str, spec: SparseFeature, columns: Mapping[bytes, Column], checks: _Checks
+) -> SparseArray | None:
     value_column = columns[spec.value_key.encode()]
-    _check_kinds(value_column, _kind(spec.dtype), spec.value_key, names, batched)
+    bad = checks.kinds(value_column, _kind(spec.dtype), spec.value_key)
     index_columns = [columns[k.encode()] for k in spec.index_key]
     for index_key, column in zip(spec.index_key, index_columns, strict=True):
-        _check_kinds(column, wire.INT64, index_key, names, batched)
-        mismatch = np.flatnonzero(column.counts != value_column.counts)
-        if mismatch.size:
-            row = int(mismatch[0])
-            raise DecodeError(
-                f"{_where(names, row, key, batched)}  Number of elements in indices "
-                f"({int(column.counts[row])}) and values ({int(value_column.counts[row])}) do not match",
-                key=key,
-            )
+        bad |= checks.kinds(column, wire.INT64, index_key)
+        found, wanted = column.counts, value_column.counts
+        bad |= checks.refuse(
+            found != wanted,
+            key,
+            # refuse() calls this before the loop moves on: binding the loop variables late is safe.
+            lambda row: (
+                f"{checks.where(row, key)}  Number of elements in indices "
+                f"({int(found[row])}) and values ({int(wanted[row])}) do not match"  # noqa: B023
+            ),
+        )
+    if bad:
+        return None
     counts = value_column.counts
-    parts = [np.repeat(np.arange(counts.size), counts)] if batched else []
+    parts = [np.repeat(np.arange(counts.size), counts)] if checks.batched else []
     parts += [np.asarray(c.values, np.int64) for c in index_columns]
     indices = np.stack(parts, axis=1) if parts[0].size else np.empty((0, len(parts)), np.int64)
     values = _as_array(value_column.values)
     if not spec.already_sorted and len(values):
         order = np.lexsort(indices.T[::-1])  # stable: equal indices keep their order
         indices, values = indices[order], values[order]
-    dense_shape = ([counts.size] if batched else []) + list(spec.size)
+    dense_shape = ([counts.size] if checks.batched else []) + list(spec.size)
     return SparseArray(indices, values, np.array(dense_shape, np.int64))
 
 
@@ -385,22 +411,24 @@ def _sparse(
 
 
 def _ragged(
-    key: str, spec: RaggedFeature, columns: Mapping[bytes, Column], names: Sequence[str] | None, batched: bool
-) -> np.ndarray | RaggedArray:
+    key: str, spec: RaggedFeature, columns: Mapping[bytes, Column], checks: _Checks
+) -> np.ndarray | RaggedArray | None:
     assert spec.value_key is not None
     value_column = columns[spec.value_key.encode()]
-    _check_kinds(value_column, _kind(spec.dtype), spec.value_key, names, batched)
+    bad = checks.kinds(value_column, _kind(spec.dtype), spec.value_key)
     partitions: list[tuple[Any, Column | None]] = []
     for partition in spec.partitions:
         if isinstance(partition, RaggedFeature.UniformRowLength):
             partitions.append((partition, None))
             continue
         column = columns[partition.key.encode()]
-        _check_kinds(column, wire.INT64, partition.key, names, batched)
+        bad |= checks.kinds(column, wire.INT64, partition.key)
         partitions.append((partition, column))
+    if bad:
+        return None
     splits_dtype = np.dtype(spec.row_splits_dtype)
     values = _as_array(value_column.values)
-    if not batched:
+    if not checks.batched:
         return _ragged_single(key, values, partitions, splits_dtype, spec.validate)
     return _ragged_batch(key, values, value_column.counts, partitions, splits_dtype, spec.validate)
 
@@ -551,23 +579,24 @@ def _names(names: Any, count: int) -> list[str] | None:
 def _build(
     plan: _Plan, columns: Mapping[bytes, Column], names: Sequence[str] | None, batched: bool
 ) -> dict[str, Any]:
+    checks = _Checks(names, batched)
     out: dict[str, Any] = {}
     for key, spec in plan.specs.items():
-        try:
-            if isinstance(spec, FixedLenFeature):
-                value: Any = _fixed(key, spec, columns[key.encode()], names, batched)
-                out[key] = value if batched else value[0]
-            elif isinstance(spec, VarLenFeature):
-                out[key] = _var_len(key, spec, columns[key.encode()], names, batched)
-            elif isinstance(spec, FixedLenSequenceFeature):
-                value = _sequence(key, spec, columns[key.encode()], names, batched)
-                out[key] = value if batched else value[0]
-            elif isinstance(spec, SparseFeature):
-                out[key] = _sparse(key, spec, columns, names, batched)
-            else:
-                out[key] = _ragged(key, spec, columns, names, batched)
-        except wire.WireError as exc:
-            raise DecodeError(f"Key: {key}.  Can't parse serialized Example: {exc}", key=key) from None
+        value: Any
+        if isinstance(spec, FixedLenFeature):
+            value = _fixed(key, spec, columns[key.encode()], checks)
+            value = value if batched or value is None else value[0]
+        elif isinstance(spec, VarLenFeature):
+            value = _var_len(key, spec, columns[key.encode()], checks)
+        elif isinstance(spec, FixedLenSequenceFeature):
+            value = _sequence(key, spec, columns[key.encode()], checks)
+            value = value if batched or value is None else value[0]
+        elif isinstance(spec, SparseFeature):
+            value = _sparse(key, spec, columns, checks)
+        else:
+            value = _ragged(key, spec, columns, checks)
+        out[key] = value
+    checks.raise_first()  # the lowest record with a problem, whichever key it is in
     return out
 
 
@@ -715,7 +744,8 @@ def _sequence_outputs(
     lengths: dict[str, np.ndarray] = {}
     for key, spec in plan.specs.items():
         kind = _kind(spec.dtype)
-        present, steps, counts, values = _step_columns(records, lists, key.encode(), kind, key, names)
+        source = spec.value_key if isinstance(spec, RaggedFeature) and spec.value_key else key
+        present, steps, counts, values = _step_columns(records, lists, source.encode(), kind, source, names)
         array = _as_array(values)
         if isinstance(spec, FixedLenSequenceFeature):
             missing = np.flatnonzero(~present)
@@ -730,14 +760,11 @@ def _sequence_outputs(
             stride = math.prod(spec.shape)
             wrong = np.flatnonzero(counts != stride)
             if wrong.size:
-                step_rows = np.repeat(np.arange(len(records)), steps)
-                row, step = (
-                    int(step_rows[wrong[0]]),
-                    int(wrong[0] - np.concatenate(([0], np.cumsum(steps)))[step_rows[wrong[0]]]),
-                )
+                row = int(np.repeat(np.arange(len(records)), steps)[wrong[0]])
+                step = int(wrong[0] - (np.cumsum(steps) - steps)[row])
                 raise DecodeError(
                     f"Name: {_name(names, row)}, Key: {key}, Index: {step}.  Number of values != expected.  "
-                    f"values size: {int(counts[wrong[0]])} but output shape: {list(spec.shape)}",
+                    f"values size: {int(counts[wrong[0]])} but output shape: {_shape_text(spec.shape)}",
                     key=key,
                 )
             padded = _pad_steps(array, steps, spec.shape, spec.dtype, None)
@@ -745,13 +772,8 @@ def _sequence_outputs(
             lengths[key] = steps if batched else steps[0]
         elif isinstance(spec, VarLenFeature):
             step_rows = np.repeat(np.arange(len(records)), steps)
-            step_index = np.arange(steps.sum()) - np.repeat(
-                np.concatenate(([0], np.cumsum(steps)[:-1])), steps
-            )
-            value_offsets = (
-                np.concatenate(([0], np.cumsum(counts)[:-1])) if counts.size else np.zeros(0, np.int64)
-            )
-            position = np.arange(array.size) - np.repeat(value_offsets, counts)
+            step_index = np.arange(steps.sum()) - np.repeat(np.cumsum(steps) - steps, steps)
+            position = np.arange(array.size) - np.repeat(np.cumsum(counts) - counts, counts)
             width = int(counts.max()) if counts.size else 0
             longest = int(steps.max()) if steps.size else 0
             columns = [np.repeat(step_index, counts), position]
@@ -793,7 +815,7 @@ def parse_sequence_example(
     batched = not single
     scanned_context, lists = [], []
     wanted_context = frozenset(context_plan.reads) if context_plan else frozenset()
-    wanted_lists = frozenset(k.encode() for k in sequence_plan.specs) if sequence_plan else frozenset()
+    wanted_lists = frozenset(sequence_plan.reads) if sequence_plan else frozenset()
     for row, data in enumerate(records):
         try:
             context, steps = wire.scan_sequence_example(data, wanted_context, wanted_lists)

@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -95,12 +95,12 @@ def _fields(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, Any]]
             elif wire_type == _VARINT:
                 value, pos = _varint(data, pos)
                 yield number, wire_type, value
-            elif wire_type == _FIXED32:
-                pos += 4
-                yield number, wire_type, (pos - 4, pos)
-            elif wire_type == _FIXED64:
-                pos += 8
-                yield number, wire_type, (pos - 8, pos)
+            elif wire_type in (_FIXED32, _FIXED64):
+                size = 4 if wire_type == _FIXED32 else 8
+                pos += size
+                if pos > end:
+                    raise WireError(f"a {size * 8}-bit field runs past the end of its message")
+                yield number, wire_type, (pos - size, pos)
             else:
                 raise WireError(f"unsupported wire type {wire_type}")
         if pos != end:
@@ -125,31 +125,30 @@ def _scan_features(
     return features
 
 
-def _map_entry(data: bytes, entry: tuple[int, int]) -> tuple[bytes, tuple[int, int] | None]:
-    """The key and the value span of a map entry (protobuf defaults when absent)."""
-    key, value = b"", None
+def _map_entry(data: bytes, entry: tuple[int, int]) -> tuple[bytes, list[tuple[int, int]]]:
+    """The key and the value spans of a map entry: a repeated value field is merged, as protobuf does."""
+    key, values = b"", []
     for field, kind, span in _fields(data, *entry):
         if kind != _LEN:
             continue
         if field == 1:
             key = data[span[0] : span[1]]
         elif field == 2:
-            value = span
-    return key, value
+            values.append(span)
+    return key, values
 
 
-def _scan_feature(data: bytes, span: tuple[int, int] | None) -> Feature:
-    """Read a Feature message: the last kind set wins; repeats of that kind merge."""
-    if span is None:
-        return Feature(NONE, ())
+def _scan_feature(data: bytes, messages: Sequence[tuple[int, int]]) -> Feature:
+    """Read a Feature (given as the spans it was merged from): the last kind set wins; repeats merge."""
     kind = NONE
     spans: list[tuple[int, int]] = []
-    for number, wire_type, body in _fields(data, *span):
-        if wire_type != _LEN or number not in (BYTES, FLOAT, INT64):
-            continue
-        if number != kind:
-            kind, spans = number, []
-        spans.append(body)
+    for message in messages:
+        for number, wire_type, body in _fields(data, *message):
+            if wire_type != _LEN or number not in (BYTES, FLOAT, INT64):
+                continue
+            if number != kind:
+                kind, spans = number, []
+            spans.append(body)
     return Feature(kind, tuple(spans))
 
 
@@ -181,8 +180,8 @@ def scan_sequence_example(
             key, value = _map_entry(data, entry)
             if wanted_lists is not None and key not in wanted_lists:
                 continue
-            steps = [] if value is None else _message_spans(data, value[0], value[1], 1)
-            lists[key] = [_scan_feature(data, step) for step in steps]
+            steps = [step for start, end in value for step in _message_spans(data, start, end, 1)]
+            lists[key] = [_scan_feature(data, [step]) for step in steps]
     return context, lists
 
 
