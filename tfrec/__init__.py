@@ -44,6 +44,8 @@ from .example import (
 )
 from .record import RecordReader, RecordWriter, read_records, write_records
 
+from . import features  # noqa: E402  (the schema layer, built on the names above)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -71,6 +73,7 @@ __all__ = [
     "decode_sequence_example",
     "encode_example",
     "encode_sequence_example",
+    "features",
     "float32",
     "int64",
     "parse_example",

@@ -1,0 +1,294 @@
+"""FeaturesDict: a nested schema, and the whole-schema operations (features layer).
+
+``serialize_example`` turns a nested dict into Example bytes and
+``deserialize_example`` / ``deserialize_batch`` turn them back, through the
+parse spec of :meth:`FeaturesDict.parse_spec` and tfrec's batched parser: there
+is no second decoder. ``save``/``load`` write and read ``features.json`` (and
+the ``*.labels.txt`` of class labels) in tensorflow_datasets' format, so a
+dataset written by either can be read by the other.
+
+Example:
+    >>> features = FeaturesDict({"id": np.int64, "text": Text()})
+    >>> features.deserialize_example(features.serialize_example({"id": 7, "text": "hi"}))
+    {'id': 7, 'text': 'hi'}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import EncodeError, SchemaError
+from ..example import (
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    RaggedArray,
+    RaggedFeature,
+    encode_example,
+    parse_example,
+    parse_single_example,
+)
+from .base import _TFDS, FeatureConnector, TensorInfo
+from .tensor import Tensor
+from .text import ClassLabel
+
+__all__ = ["FeaturesDict", "to_connector"]
+
+FEATURES_FILE = "features.json"
+
+
+def to_connector(feature: Any) -> FeatureConnector:
+    """A connector from a connector, a (nested) dict of them, or a dtype (a scalar Tensor)."""
+    if isinstance(feature, FeatureConnector):
+        return feature
+    if isinstance(feature, Mapping):
+        return FeaturesDict(feature)
+    try:
+        return Tensor(shape=(), dtype=feature)
+    except SchemaError:
+        raise SchemaError(f"not a feature: {feature!r} (expected a connector, a dict or a dtype)") from None
+
+
+def _stored_dtype(dtype: np.dtype) -> np.dtype:
+    """The list an Example keeps values of ``dtype`` in: int64, float32 or bytes."""
+    if dtype.kind == "O":
+        return np.dtype(object)
+    return np.dtype(np.float32) if dtype.kind == "f" else np.dtype(np.int64)
+
+
+def _stored_values(value: Any, info: TensorInfo) -> Any:
+    """A flat value converted to what encode_example stores without loss (uint64 bit-cast as tfds)."""
+    if isinstance(value, (bytes, str)):
+        return value
+    array = np.asarray(value)
+    if array.dtype.kind == "O":
+        return list(array.ravel())
+    if array.dtype == np.uint64:
+        return array.view(np.int64).ravel()
+    if array.dtype.kind in "bui":
+        return array.astype(np.int64).ravel()
+    return array.ravel()
+
+
+class FeaturesDict(FeatureConnector):
+    """A dict of features (nested dicts and dtypes are coerced: ``{"id": np.int64}``).
+
+    Example:
+        >>> features = FeaturesDict({
+        ...     "image": Image(shape=(28, 28, 1)),
+        ...     "label": ClassLabel(names=["no", "yes"]),
+        ...     "meta": {"id": np.int64, "language": Text()},
+        ... })
+        >>> blob = features.serialize_example(sample)
+        >>> features.deserialize_example(blob)
+    """
+
+    _tfds_name = _TFDS + "features_dict.FeaturesDict"
+    _json_field = "featuresDict"
+
+    def __init__(
+        self, features: Mapping[str, Any], *, doc: str | None = None, value_range: str | None = None
+    ) -> None:
+        self.features: dict[str, FeatureConnector] = {}
+        for name, feature in features.items():
+            if not isinstance(name, str) or not name or "/" in name:
+                raise SchemaError(f"feature names must be non-empty str without '/', not {name!r}")
+            try:
+                self.features[name] = to_connector(feature)
+            except SchemaError as exc:
+                if hasattr(exc, "add_note"):  # Python >= 3.11
+                    exc.add_note(f'In FeaturesDict with name "{name}"')
+                raise
+        self.doc, self.value_range = doc, value_range
+
+    def __repr__(self) -> str:
+        return f"FeaturesDict({self.features!r})"
+
+    def __getitem__(self, name: str) -> FeatureConnector:
+        return self.features[name]
+
+    def keys(self) -> Any:
+        return self.features.keys()
+
+    # -- layout ---------------------------------------------------------------------------------
+
+    def flat_infos(self) -> dict[str, TensorInfo]:
+        return {
+            "/".join(p for p in (name, key) if p): info
+            for name, feature in self.features.items()
+            for key, info in feature.flat_infos().items()
+        }
+
+    def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
+        if not isinstance(value, Mapping):
+            raise EncodeError(
+                f"{path or '<root>'} (FeaturesDict): expected a dict, found {type(value).__name__}", key=path
+            )
+        missing = [name for name in self.features if name not in value]
+        extra = [name for name in value if name not in self.features]
+        if missing or extra:
+            raise EncodeError(
+                f"{path or '<root>'} (FeaturesDict): keys differ from the schema; "
+                f"missing {missing or 'none'}, unexpected {extra or 'none'}",
+                key=path,
+            )
+        out = {}
+        for name, feature in self.features.items():
+            child = "/".join(p for p in (path, name) if p)
+            for key, flat in feature.encode_flat(value[name], child).items():
+                out["/".join(p for p in (name, key) if p)] = flat
+        return out
+
+    def decode_flat(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
+        out = {}
+        for name, feature in self.features.items():
+            prefix = name + "/"
+            own = {"": flat[name]} if name in flat else {}
+            own.update((key[len(prefix) :], v) for key, v in flat.items() if key.startswith(prefix))
+            out[name] = feature.decode_flat(own, "/".join(p for p in (path, name) if p), batched)
+        return out
+
+    # -- whole-schema operations ----------------------------------------------------------------
+
+    def parse_spec(self, *, batched: bool = False) -> dict[str, Any]:
+        """The tf.io-style parse spec of every stored key.
+
+        One unknown leading dimension reads through FixedLenSequenceFeature
+        (``allow_missing=True``), or, with ``batched=True``, through a
+        RaggedFeature so that rows of different lengths stay apart.
+
+        Example:
+            >>> FeaturesDict({"x": Tensor(shape=(None,), dtype=np.int64)}).parse_spec()
+            {'x': FixedLenSequenceFeature(shape=(), dtype=dtype('int64'), allow_missing=True, ...)}
+        """
+        spec: dict[str, Any] = {}
+        for key, info in self.flat_infos().items():
+            stored = _stored_dtype(info.dtype)
+            unknown = info.shape.count(None)
+            if unknown == 0:
+                spec[key] = FixedLenFeature(info.shape, stored)
+            elif unknown == 1 and info.shape[0] is None:
+                inner = info.shape[1:]
+                if batched:
+                    partitions = tuple(RaggedFeature.UniformRowLength(d) for d in inner)  # type: ignore[arg-type]
+                    spec[key] = RaggedFeature(stored, partitions=partitions, row_splits_dtype=np.int64)
+                else:
+                    spec[key] = FixedLenSequenceFeature(inner, stored, allow_missing=True)
+            else:
+                raise SchemaError(
+                    f"{key}: shape {info.shape} cannot be stored as a list (use encoding='bytes')"
+                )
+        return spec
+
+    def serialize_example(self, example: Mapping[str, Any]) -> bytes:
+        """A nested dict of values -> the bytes of one tf.train.Example.
+
+        Raises:
+            EncodeError: a value does not fit its feature; names the key path.
+        """
+        flat = self.encode_flat(example, "")
+        infos = self.flat_infos()
+        values = {key: _stored_values(flat[key], info) for key, info in infos.items()}
+        return encode_example(values)
+
+    def deserialize_example(self, data: bytes) -> dict[str, Any]:
+        """The bytes of one Example -> the nested dict of values."""
+        parsed = parse_single_example(data, self.parse_spec())
+        return self.decode_flat(self._reshaped(parsed), "", False)
+
+    def deserialize_batch(self, records: Sequence[bytes]) -> dict[str, Any]:
+        """Many Example bytes -> one nested dict of batched arrays (RaggedArray where lengths differ)."""
+        parsed = parse_example(list(records), self.parse_spec(batched=True))
+        flat = {key: _dense_if_even(value) for key, value in self._reshaped(parsed).items()}
+        return self.decode_flat(flat, "", True)
+
+    def _reshaped(self, parsed: dict[str, Any]) -> dict[str, Any]:
+        """Cast parsed values back to their declared dtypes."""
+        from .tensor import cast_stored
+
+        infos = self.flat_infos()
+        out = {}
+        for key, value in parsed.items():
+            dtype = infos[key].dtype
+            if isinstance(value, RaggedArray):
+                out[key] = RaggedArray(cast_stored(value.values, dtype, key), value.row_splits)
+            elif dtype.kind == "O" and np.ndim(value) == 0:
+                out[key] = value
+            else:
+                out[key] = cast_stored(value, dtype, key)
+        return out
+
+    # -- metadata ---------------------------------------------------------------------------------
+
+    def _json_content(self) -> dict[str, Any]:
+        return {"features": {name: feature.to_json() for name, feature in self.features.items()}}
+
+    @classmethod
+    def _from_json_content(cls, content: dict[str, Any]) -> FeaturesDict:
+        features = content.get("features", {})
+        return cls({name: FeatureConnector.from_json(value) for name, value in features.items()})
+
+    @classmethod
+    def _from_legacy_content(cls, content: dict[str, Any]) -> FeaturesDict:
+        return cls({name: FeatureConnector.from_json(value) for name, value in content.items()})
+
+    def save(self, directory: str | os.PathLike[str]) -> None:
+        """Write ``features.json`` and the class-name files into ``directory`` (tfds' layout)."""
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, FEATURES_FILE), "w", encoding="utf-8") as file:
+            json.dump(self.to_json(), file, indent=4, sort_keys=True)
+        for name, label in _class_labels(self, ""):
+            if label._names is not None:
+                with open(os.path.join(directory, f"{name}.labels.txt"), "w", encoding="utf-8") as file:
+                    file.write("".join(f"{n}\n" for n in label.names))
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> FeaturesDict:
+        """Read the features saved by :meth:`save` or by tensorflow_datasets.
+
+        Example:
+            >>> features = FeaturesDict.load("datasets/mnist/3.0.1")
+        """
+        with open(os.path.join(directory, FEATURES_FILE), encoding="utf-8") as file:
+            features = FeatureConnector.from_json(json.load(file))
+        if not isinstance(features, FeaturesDict):
+            raise SchemaError(f"{directory}/{FEATURES_FILE} does not hold a FeaturesDict")
+        for name, label in _class_labels(features, ""):
+            path = os.path.join(directory, f"{name}.labels.txt")
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as file:
+                    names = [line.rstrip("\n") for line in file if line.rstrip("\n")]
+                label.__init__(names=names, doc=label.doc, value_range=label.value_range)  # type: ignore[misc]
+        return features
+
+
+def _class_labels(feature: FeatureConnector, name: str) -> list[tuple[str, ClassLabel]]:
+    """Every ClassLabel with the file name tfds gives its names (``parent-child``)."""
+    from .sequence import Sequence as SequenceConnector
+
+    if isinstance(feature, ClassLabel):
+        return [(name.replace("/", "."), feature)]
+    if isinstance(feature, FeaturesDict):
+        return [
+            found
+            for child, sub in feature.features.items()
+            for found in _class_labels(sub, f"{name}-{child}" if name else child)
+        ]
+    if isinstance(feature, SequenceConnector):
+        return _class_labels(feature.feature, name)
+    return []
+
+
+def _dense_if_even(value: Any) -> Any:
+    """A RaggedArray whose rows all have one length, as a dense array (B, n, ...)."""
+    if not isinstance(value, RaggedArray) or isinstance(value.values, RaggedArray):
+        return value
+    lengths = np.diff(value.row_splits)
+    if lengths.size and (lengths == lengths[0]).all():
+        values = np.asarray(value.values)
+        return values.reshape((lengths.size, int(lengths[0]), *values.shape[1:]))
+    return value

@@ -1,0 +1,150 @@
+"""The Image connector (features layer): arrays, files or encoded bytes in; arrays out.
+
+Images are stored as PNG or JPEG bytes, as tensorflow_datasets stores them.
+Encoded bytes and files are stored as they are; arrays are encoded with
+Pillow (the optional ``image`` extra, imported on first use).
+
+Example:
+    >>> Image(shape=(28, 28, 1)).encode_flat(np.zeros((28, 28, 1), np.uint8), "image")[""][:4]
+    b'\\x89PNG'
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+import numpy as np
+
+from ..errors import DecodeError, EncodeError, OptionalDependencyError, SchemaError
+from .base import _TFDS, FeatureConnector, TensorInfo, check_shape, dtype_name, json_shape, shape_json
+from .base import fits as _fits
+
+__all__ = ["Image"]
+
+_FORMATS = ("png", "jpeg")
+
+
+def _pillow() -> Any:
+    try:
+        from PIL import Image as pil
+    except ImportError:
+        raise OptionalDependencyError("pillow", "image", "Image features") from None
+    return pil
+
+
+class Image(FeatureConnector):
+    """An image of ``shape`` ``(height, width, channels)`` (``None`` for unknown sizes).
+
+    Args:
+        shape: ``(h, w, c)`` with c in 1, 3 or 4 (``None`` allowed for h and w).
+        encoding_format: ``"png"`` (the default, lossless) or ``"jpeg"``.
+        dtype: ``uint8``, or ``uint16`` (PNG, one channel).
+
+    Example:
+        >>> Image(shape=(None, None, 3), encoding_format="jpeg")
+        Image(shape=(None, None, 3), dtype=uint8)
+    """
+
+    _tfds_name = _TFDS + "image_feature.Image"
+    _json_field = "image"
+
+    def __init__(
+        self,
+        *,
+        shape: Any = (None, None, 3),
+        encoding_format: str | None = None,
+        dtype: Any = np.uint8,
+        doc: str | None = None,
+        value_range: str | None = None,
+    ) -> None:
+        self.shape = check_shape(shape)
+        if len(self.shape) != 3 or self.shape[2] not in (1, 3, 4):
+            raise SchemaError(
+                f"Image shape must be (height, width, channels) with 1, 3 or 4 channels: {shape}"
+            )
+        if encoding_format is not None and encoding_format not in _FORMATS:
+            raise SchemaError(f"encoding_format must be 'png' or 'jpeg', not {encoding_format!r}")
+        self.encoding_format = encoding_format
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.dtype(np.uint8), np.dtype(np.uint16)):
+            raise SchemaError(f"Image dtype must be uint8 or uint16, not {self.dtype}")
+        if self.dtype == np.uint16 and (encoding_format == "jpeg" or self.shape[2] != 1):
+            raise SchemaError("uint16 images are stored as one-channel PNG")
+        self.doc, self.value_range = doc, value_range
+
+    def __repr__(self) -> str:
+        return f"Image(shape={self.shape}, dtype={self.dtype})"
+
+    def flat_infos(self) -> dict[str, TensorInfo]:
+        return {"": TensorInfo((), np.dtype(object))}
+
+    def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
+        if isinstance(value, bytes):
+            return {"": value}  # already encoded: stored as it is, as tfds does
+        if isinstance(value, (str, os.PathLike)):
+            with open(value, "rb") as file:
+                return {"": file.read()}
+        array = np.asarray(value)
+        if array.ndim == 2 and self.shape[2] == 1:
+            array = array[:, :, None]
+        if array.dtype != self.dtype:
+            raise EncodeError(
+                f"{path} ({self!r}): expected {self.dtype} pixels, found {array.dtype}", key=path
+            )
+        if array.ndim != 3 or not _fits(self.shape, array.shape):
+            raise EncodeError(
+                f"{path} ({self!r}): expected shape {self.shape}, found {array.shape}", key=path
+            )
+        pil = _pillow()
+        pixels = array[:, :, 0] if array.shape[2] == 1 else array
+        image = pil.fromarray(pixels.astype("<u2") if self.dtype == np.uint16 else pixels)
+        out = io.BytesIO()
+        image.save(out, format="JPEG" if self.encoding_format == "jpeg" else "PNG")
+        return {"": out.getvalue()}
+
+    def decode_flat(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
+        if not batched:
+            return self._decode(flat[""], path)
+        images = [self._decode(data, path) for data in flat[""]]
+        if images and all(i.shape == images[0].shape for i in images):
+            return np.stack(images)
+        out = np.empty(len(images), object)
+        out[:] = images
+        return out
+
+    def _decode(self, data: bytes, path: str) -> np.ndarray:
+        pil = _pillow()
+        try:
+            with pil.open(io.BytesIO(data)) as image:
+                array = np.asarray(image)
+        except (OSError, ValueError) as exc:
+            raise DecodeError(f"{path} ({self!r}): not a readable image: {exc}", key=path) from None
+        if array.ndim == 2:
+            array = array[:, :, None]
+        if not _fits(self.shape, array.shape):
+            raise DecodeError(f"{path} ({self!r}): decoded an image of shape {array.shape}", key=path)
+        return array.astype(self.dtype, copy=False)
+
+    def _json_content(self) -> dict[str, Any]:
+        content: dict[str, Any] = {"dtype": dtype_name(self.dtype), "shape": shape_json(self.shape)}
+        if self.encoding_format:
+            content["encodingFormat"] = self.encoding_format
+        return content
+
+    @classmethod
+    def _from_json_content(cls, content: dict[str, Any]) -> Image:
+        return cls(
+            shape=json_shape(content.get("shape", {})),
+            dtype=content.get("dtype", "uint8"),
+            encoding_format=content.get("encodingFormat") or None,
+        )
+
+    @classmethod
+    def _from_legacy_content(cls, content: dict[str, Any]) -> Image:
+        return cls(
+            shape=json_shape(content.get("shape", [])),
+            dtype=content.get("dtype", "uint8"),
+            encoding_format=content.get("encoding_format"),
+        )

@@ -1,0 +1,228 @@
+"""Tensor and Scalar connectors (features layer).
+
+A Tensor of any rank and dtype. With the default encoding its values are
+stored flattened row-major in the list of their kind (ints and bools in
+``int64_list``, floats in ``float_list``, strings in ``bytes_list``); with
+``encoding="bytes"`` or ``"zlib"`` they are stored as raw little-endian bytes
+(compressed with zlib for ``"zlib"``), with a ``key/shape`` beside them when
+the shape is not fully known. Nothing is converted lossily.
+
+Example:
+    >>> emb = Tensor(shape=(None, 3), dtype=np.float32)
+    >>> emb.encode_flat(np.zeros((2, 3), np.float32), "emb")[""].shape
+    (2, 3)
+"""
+
+from __future__ import annotations
+
+import zlib
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from ..errors import DecodeError, EncodeError, SchemaError
+from .base import (
+    _TFDS,
+    FeatureConnector,
+    TensorInfo,
+    as_numpy_dtype,
+    check_shape,
+    dtype_name,
+    fits,
+    json_shape,
+    shape_json,
+)
+
+__all__ = ["Encoding", "Scalar", "Tensor", "cast_stored", "to_array"]
+
+
+class Encoding(str, Enum):
+    """How a Tensor's values are stored: as a list of values, or as raw (compressed) bytes."""
+
+    NONE = "none"
+    BYTES = "bytes"
+    ZLIB = "zlib"
+
+
+def to_array(
+    value: Any, dtype: np.dtype, shape: tuple[int | None, ...], path: str, connector: str
+) -> np.ndarray:
+    """``value`` as an array of ``dtype`` whose shape fits ``shape``; refuse lossy conversions.
+
+    Raises:
+        EncodeError: naming ``path`` and ``connector``, with expected vs found.
+    """
+    where = f"{path} ({connector})"
+    if dtype.kind == "O":
+        raw = np.asarray(value, dtype=object)
+        items = raw.ravel().tolist()
+        if not all(isinstance(v, (str, bytes)) for v in items):
+            kinds = sorted({type(v).__name__ for v in items if not isinstance(v, (str, bytes))})
+            raise EncodeError(f"{where}: expected str or bytes values, found {', '.join(kinds)}", key=path)
+        array = np.empty(raw.shape, object)
+        array.ravel()[:] = [v.encode("utf-8") if isinstance(v, str) else v for v in items]
+    else:
+        raw = np.asarray(value)
+        if raw.dtype.kind not in "biuf":
+            raise EncodeError(f"{where}: expected {dtype} values, found {raw.dtype}", key=path)
+        if raw.dtype.kind == "f" and dtype.kind in "biu" and raw.size:
+            raise EncodeError(f"{where}: expected {dtype} values, found floats ({raw.dtype})", key=path)
+        with np.errstate(invalid="ignore", over="ignore"):
+            array = raw.astype(dtype)
+            back = array.astype(raw.dtype)
+        same = (back == raw) | (np.isnan(raw) if raw.dtype.kind == "f" else False)
+        if dtype.kind == "b" and raw.dtype.kind != "b":
+            same = (raw == 0) | (raw == 1)
+        if not np.all(same):
+            bad = raw.ravel()[np.flatnonzero(~np.asarray(same).ravel())[0]]
+            raise EncodeError(f"{where}: {bad!r} does not fit dtype {dtype} without loss", key=path)
+    if not fits(shape, array.shape):
+        expected = tuple("None" if s is None else s for s in shape)
+        raise EncodeError(f"{where}: expected shape {expected}, found {array.shape}", key=path)
+    return array
+
+
+def cast_stored(values: Any, dtype: np.dtype, path: str) -> Any:
+    """Values parsed in their stored dtype (int64/float32/bytes) back in the declared ``dtype``."""
+    array = np.asarray(values)
+    if dtype.kind == "O" or array.dtype == dtype:
+        return values
+    if dtype.kind == "b":
+        return array != 0
+    if dtype.kind in "iu":
+        if array.dtype.kind in "iu" and dtype == np.uint64:
+            return array.astype(np.int64).view(np.uint64)  # stored bit-cast, as tfds does
+        info = np.iinfo(dtype)
+        if array.size and (array.min() < info.min or array.max() > info.max):
+            raise DecodeError(f"{path}: stored values do not fit dtype {dtype}", key=path)
+    return array.astype(dtype)
+
+
+class Tensor(FeatureConnector):
+    """A tensor of ``shape`` (``None`` for unknown dimensions) and ``dtype``.
+
+    Args:
+        shape: a tuple of ints or ``None``; at most one ``None`` unless
+            ``encoding`` is ``"bytes"`` or ``"zlib"``.
+        dtype: bool, an int or float dtype, or ``str`` / ``"string"`` for bytes.
+        encoding: ``"none"`` (a list of values), ``"bytes"`` or ``"zlib"`` (raw
+            little-endian bytes, for any dtype including float64).
+        doc: a description, saved in features.json.
+
+    Example:
+        >>> Tensor(shape=(2,), dtype=np.int64).encode_flat([1, 2], "x")
+        {'': array([1, 2])}
+    """
+
+    _tfds_name = _TFDS + "tensor_feature.Tensor"
+    _json_field = "tensor"
+
+    def __init__(
+        self,
+        *,
+        shape: Any,
+        dtype: Any,
+        encoding: Encoding | str = Encoding.NONE,
+        doc: str | None = None,
+        value_range: str | None = None,
+    ) -> None:
+        self.shape = check_shape(shape)
+        self.dtype = as_numpy_dtype(dtype)
+        try:
+            self.encoding = Encoding(encoding)
+        except ValueError:
+            raise SchemaError(f"encoding must be 'none', 'bytes' or 'zlib', not {encoding!r}") from None
+        if self.encoding is Encoding.NONE and self.shape.count(None) > 1:
+            raise SchemaError(
+                f"Tensor(shape={self.shape}) has several unknown dimensions: use encoding='bytes' or 'zlib'"
+            )
+        if self.encoding is not Encoding.NONE and self.dtype.kind == "O":
+            raise SchemaError("encoding='bytes'/'zlib' is for numeric tensors, not strings")
+        self.doc, self.value_range = doc, value_range
+
+    def __repr__(self) -> str:
+        extra = f", encoding={self.encoding.value!r}" if self.encoding is not Encoding.NONE else ""
+        return f"{type(self).__name__}(shape={self.shape}, dtype={dtype_name(self.dtype)}{extra})"
+
+    def flat_infos(self) -> dict[str, TensorInfo]:
+        if self.encoding is Encoding.NONE:
+            return {"": TensorInfo(self.shape, self.dtype)}
+        if None not in self.shape:
+            return {"": TensorInfo((), np.dtype(object))}
+        return {
+            "shape": TensorInfo((len(self.shape),), np.dtype(np.int64)),
+            "value": TensorInfo((), np.dtype(object)),
+        }
+
+    def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
+        array = to_array(value, self.dtype, self.shape, path, repr(self))
+        if self.encoding is Encoding.NONE:
+            return {"": array}
+        payload = np.ascontiguousarray(array, self.dtype.newbyteorder("<")).tobytes()
+        if self.encoding is Encoding.ZLIB:
+            payload = zlib.compress(payload)
+        if None not in self.shape:
+            return {"": payload}
+        return {"shape": np.array(array.shape, np.int64), "value": payload}
+
+    def decode_flat(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
+        if self.encoding is Encoding.NONE:
+            return flat[""]  # already in the declared dtype (FeaturesDict casts parsed values)
+        payloads = flat["value"] if None in self.shape else flat[""]
+        if not batched:
+            return self._from_bytes(payloads, flat.get("shape"), path)
+        shapes = flat["shape"] if None in self.shape else [None] * len(payloads)
+        arrays = [self._from_bytes(p, s, path) for p, s in zip(payloads, shapes, strict=True)]
+        if arrays and all(a.shape == arrays[0].shape for a in arrays):
+            return np.stack(arrays)
+        out = np.empty(len(arrays), object)
+        out[:] = arrays
+        return out
+
+    def _from_bytes(self, payload: bytes, shape: Any, path: str) -> np.ndarray:
+        try:
+            raw = zlib.decompress(payload) if self.encoding is Encoding.ZLIB else payload
+            flat = np.frombuffer(raw, self.dtype.newbyteorder("<")).astype(self.dtype)
+            # A static shape has no None: bytes-encoded tensors store a shape key otherwise.
+            target = tuple(int(d) for d in shape) if shape is not None else self.shape
+            return flat.reshape(target)  # type: ignore[arg-type]
+        except (zlib.error, ValueError) as exc:
+            raise DecodeError(f"{path} ({self!r}): the stored bytes do not decode: {exc}", key=path) from None
+
+    def _json_content(self) -> dict[str, Any]:
+        return {
+            "dtype": dtype_name(self.dtype),
+            "encoding": self.encoding.value,
+            "shape": shape_json(self.shape),
+        }
+
+    @classmethod
+    def _from_json_content(cls, content: dict[str, Any]) -> Tensor:
+        return cls(
+            shape=json_shape(content.get("shape", {})),
+            dtype=content["dtype"],
+            encoding=content.get("encoding") or "none",
+        )
+
+    @classmethod
+    def _from_legacy_content(cls, content: dict[str, Any]) -> Tensor:
+        return cls(shape=json_shape(content.get("shape", [])), dtype=content["dtype"])
+
+
+class Scalar(Tensor):
+    """A single value of ``dtype`` (a Tensor of shape ``()``).
+
+    Example:
+        >>> Scalar(np.int64, doc="the age in years")
+        Scalar(shape=(), dtype=int64)
+    """
+
+    _tfds_name = _TFDS + "scalar.Scalar"
+
+    def __init__(self, dtype: Any, *, doc: str | None = None, value_range: str | None = None) -> None:
+        super().__init__(shape=(), dtype=dtype, doc=doc, value_range=value_range)
+
+    @classmethod
+    def _from_json_content(cls, content: dict[str, Any]) -> Scalar:
+        return cls(content["dtype"])
