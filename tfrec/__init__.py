@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+from . import features
 from .errors import (
     ChecksumError,
     DecodeError,
@@ -43,8 +44,6 @@ from .example import (
     string,
 )
 from .record import RecordReader, RecordWriter, read_records, write_records
-
-from . import features  # noqa: E402  (the schema layer, built on the names above)
 
 __version__ = "0.1.0"
 
