@@ -1078,13 +1078,6 @@ def valid_spec(draw: st.DrawFn, key: str, kind: str, examples: list[Data]) -> An
     return _sparse_spec(draw, key, kind, examples)
 
 
-def hits_known_bug(records: list[bytes], specs: dict[str, Any]) -> bool:
-    """Inputs that trigger the tfrec bugs pinned in section 7 (drop each case once it is fixed)."""
-    decoded = [tfrec.decode_example(r) for r in records]
-    # The lockstep decoder (>= 4 records) can read past a record with fewer entries than the first.
-    return len(records) >= 4 and any(len(d) < len(decoded[0]) for d in decoded)
-
-
 HYPOTHESIS = settings(
     max_examples=80,
     deadline=None,
@@ -1102,7 +1095,6 @@ def test_random_valid_batches_parse_like_tf(data: st.DataObject) -> None:
         SERIALIZERS[data.draw(st.sampled_from(list(SERIALIZERS))) if how == "mixed" else how](e)
         for e in examples
     ]
-    assume(not hits_known_bug(records, specs))
     theirs = tf_parse_example(records, specs)  # the specs are valid for the data: TF must not raise
     assert_same(tfrec.parse_example(records, specs), theirs, "parse_example")
     if records:
@@ -1163,7 +1155,6 @@ def test_random_specs_fail_like_tf(
 ) -> None:
     _, examples = batch
     records = [SERIALIZERS[how](e) for e in examples]
-    assume(not hits_known_bug(records, specs))
     theirs = tf_outcome(lambda: tf_parse_example(records, specs))
     ours = tfrec_outcome(lambda: tfrec.parse_example(records, specs))
     assert_same_outcome(ours, theirs, "parse_example")
@@ -1238,8 +1229,6 @@ def test_random_sequence_examples_parse_like_tf(data: st.DataObject) -> None:
         isinstance(s, tfrec.FixedLenFeature) and s.default_value is None for s in context.values()
     )
     assume(examples or not required_context)  # see test_empty_batch_with_required_context_feature
-    sequence_varlen = any(isinstance(s, tfrec.VarLenFeature) for s in sequence.values())
-    assume(examples or not sequence_varlen)  # see test_bug_empty_batch_sequence_varlen
     serialize = SEQUENCE_SERIALIZERS[data.draw(st.sampled_from(list(SEQUENCE_SERIALIZERS)))]
     records = [serialize(*example) for example in examples]
     context_arg, sequence_arg = context or None, sequence or None
@@ -1410,13 +1399,7 @@ ERRORS: dict[str, tuple[list[Data], dict[str, Any], type[Exception]]] = {
 }
 
 
-SHAPE_BUG = pytest.mark.xfail(
-    strict=True, reason="bug: count message prints the shape as [2, 2], TF as [2,2] (TensorShape DebugString)"
-)
-ERROR_CASES = [
-    pytest.param(*case, id=name, marks=[SHAPE_BUG] if name in ("count-int64-too-few", "count-float") else [])
-    for name, case in ERRORS.items()
-]
+ERROR_CASES = [pytest.param(*case, id=name) for name, case in ERRORS.items()]
 
 
 @pytest.mark.parametrize("names", [None, ["first", "second", "third"]], ids=["no-names", "names"])
@@ -1508,7 +1491,7 @@ SEQUENCE_ERRORS: dict[str, tuple[SequenceCase, list[pytest.MarkDecorator]]] = {
             {"a": tfrec.FixedLenSequenceFeature([1, 2], I64, True)},
             tfrec.DecodeError,
         ),
-        [SHAPE_BUG],
+        [],
     ),
     "list-total-not-multiple": (
         (
@@ -1656,8 +1639,7 @@ def test_conflicting_row_splits_dtype() -> None:
         tfrec.parse_example(records, specs)
 
 
-@_bug("lockstep decoder reads past a shorter record into the next one: IndexError")
-def test_bug_lockstep_index_error_after_short_record() -> None:
+def test_lockstep_index_error_after_short_record() -> None:
     empty = np.array([], np.int64)
     records = [
         tfrec.encode_example({"a": empty, "b": empty, "c": empty, "d": [0], "d_i0": [0]}),
@@ -1687,7 +1669,6 @@ def test_empty_batch_with_required_context_feature() -> None:
     )
 
 
-@_bug("parse_sequence_example([]) with a sequence VarLenFeature raises numpy's ValueError")
-def test_bug_empty_batch_sequence_varlen() -> None:
+def test_empty_batch_sequence_varlen() -> None:
     sequence = {"a": tfrec.VarLenFeature(I64)}
     assert_same(tfrec.parse_sequence_example([], None, sequence), tf_parse_sequence([], None, sequence))
