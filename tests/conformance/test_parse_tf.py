@@ -1106,6 +1106,12 @@ def test_random_valid_batches_parse_like_tf(data: st.DataObject) -> None:
 SHAPES = ([], [1], [2], [1, 2], [0], [None], [2, None], [None, 2])
 
 
+def _no_uniform_over_ragged(partitions: list[Any]) -> bool:
+    """No UniformRowLength outside a ragged partition: see test_uniform_row_length_over_ragged_rows."""
+    kinds = [isinstance(p, RF.UniformRowLength) for p in partitions]  # outermost first
+    return not any(uniform and not all(kinds[i:]) for i, uniform in enumerate(kinds))
+
+
 @st.composite
 def any_spec(draw: st.DrawFn) -> Any:
     """A spec, valid or not, over the key pool (never one of the documented differences)."""
@@ -1138,7 +1144,7 @@ def any_spec(draw: st.DrawFn) -> Any:
                 st.sampled_from([1, 2]).map(RF.UniformRowLength),
             ),
             max_size=2,
-        )
+        ).filter(_no_uniform_over_ragged)
     )
     value_key = draw(st.sampled_from([None, *KEYS]))
     return RF(dtype, value_key, tuple(partitions), draw(st.sampled_from([np.int32, np.int64])))
@@ -1672,3 +1678,31 @@ def test_empty_batch_with_required_context_feature() -> None:
 def test_empty_batch_sequence_varlen() -> None:
     sequence = {"a": tfrec.VarLenFeature(I64)}
     assert_same(tfrec.parse_sequence_example([], None, sequence), tf_parse_sequence([], None, sequence))
+
+
+def test_bad_entry_beats_missing_feature_in_one_record() -> None:
+    records = [tfrec_serialize({"c": ints(1, 2)})]
+    specs = {"a": tfrec.FixedLenFeature([], I64), "c": tfrec.FixedLenFeature([], I64)}
+    with pytest.raises(tf.errors.InvalidArgumentError) as theirs:
+        tf_parse_example(records, specs)
+    with pytest.raises(tfrec.DecodeError) as ours:
+        tfrec.parse_example(records, specs)
+    assert str(ours.value) == tf_core(theirs.value)
+
+
+@_bug("(message) in one record TF reports the bad entry met last on the wire first; tfrec the first key")
+def test_last_bad_entry_on_the_wire_is_reported() -> None:
+    records = [tfrec_serialize({"a": ints(1, 2), "b": strs(b"x")})]
+    specs = {"a": tfrec.FixedLenFeature([], I64), "b": tfrec.VarLenFeature(I64)}
+    with pytest.raises(tf.errors.InvalidArgumentError) as theirs:
+        tf_parse_example(records, specs)
+    with pytest.raises(tfrec.DecodeError) as ours:
+        tfrec.parse_example(records, specs)
+    assert str(ours.value) == tf_core(theirs.value)  # TF: "Key: b ... Data types don't match ..."
+
+
+def test_uniform_row_length_over_ragged_rows() -> None:
+    records = [tfrec_serialize({"a": ints(1, 1, 1)})]  # 3 values, 3 rows of 1: TF makes 1 row of 2
+    specs = {"a": RF(I64, partitions=(RF.UniformRowLength(2), RF.RowLengths("a")))}
+    assert_same(tfrec.parse_example(records, specs), tf_parse_example(records, specs))
+    assert_same(tfrec.parse_single_example(records[0], specs), tf_parse_single(records[0], specs))

@@ -265,7 +265,11 @@ class _Checks:
         if not rows.size:
             return False
         row = int(rows[0])
-        if self.first is None or row < self.first[0]:
+        # The lowest record wins; within one record a bad entry beats a missing feature, as in TF.
+        if self.first is None or (row, error is MissingFeatureError) < (
+            self.first[0],
+            isinstance(self.first[1], MissingFeatureError),
+        ):
             exc = error(problem(row), key=key)
             exc.index = row  # type: ignore[union-attr]
             self.first = (row, exc)
@@ -459,16 +463,18 @@ def _validate(key: str, splits: np.ndarray, total: int) -> None:
         )
 
 
-def _uniform(key: str, current: Any, length: int) -> Any:
+def _uniform(key: str, current: Any, length: int, validate: bool) -> Any:
+    """Group ``current`` into rows of ``length``: a reshape of dense values, a partition of ragged rows."""
     total = len(current)
+    if isinstance(current, RaggedArray) and length > 0 and not (validate and total % length):
+        # As TF without validation: rows beyond the last whole group are left out.
+        return RaggedArray(current, np.arange(0, total // length * length + 1, length))
     if length <= 0 or total % length:
         raise DecodeError(
             f"Key: {key}.  Input to reshape is a tensor with {total} values, but the requested shape "
             f"requires a multiple of {length}",
             key=key,
         )
-    if isinstance(current, RaggedArray):
-        return RaggedArray(current, np.arange(0, total + 1, length))
     return current.reshape((-1, length, *current.shape[1:]))
 
 
@@ -482,7 +488,7 @@ def _ragged_single(
     current: Any = values
     for partition, column in reversed(partitions):  # innermost first, as TF
         if column is None:
-            current = _uniform(key, current, partition.length)
+            current = _uniform(key, current, partition.length, validate)
             if isinstance(current, RaggedArray):
                 current = RaggedArray(current.values, current.row_splits.astype(splits_dtype))
             continue
@@ -510,7 +516,7 @@ def _ragged_batch(
         total = int(rows.sum())
         if column is None:
             length = partition.length
-            current = _uniform(key, current, length)  # checks that the batch total divides
+            current = _uniform(key, current, length, validate)  # checks that the batch total divides
             if isinstance(current, RaggedArray):
                 current = RaggedArray(current.values, current.row_splits.astype(splits_dtype))
             # As TF: the batch's row boundaries are divided by the length (only the total must divide).
