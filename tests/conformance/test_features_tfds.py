@@ -19,7 +19,7 @@ of a Sequence and of images. Run with ``pytest -m conformance tests/conformance`
 3. features.json: tfrec reads what tfds writes for every connector (SPEC §1.3),
    writes the same JSON (byte for byte for the whole file), and reads tfds'
    older layouts.
-4. Bugs this module found (xfail, strict: each fails until tfrec is fixed).
+4. Bugs this module found, fixed since: regression tests.
 
 Values are compared by ``canon``: dtype, shape and values (floats by bit
 pattern, so NaN and -0.0 count), images by pixels, ragged values as nested
@@ -610,15 +610,9 @@ def test_from_json_reads_tfds_legacy_v1_layout() -> None:
     assert FeatureConnector.from_json(document).to_json() == theirs
 
 
-# -- 4. bugs this module found (strict xfail: they fail until tfrec is fixed) -----------------------
+# -- 4. bugs this module found, now fixed: regression tests -----------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: deserialize_batch of Sequence(Sequence(...)) fails (AttributeError) when every record "
-    "has the same number of leaves: _dense_if_even densifies the ragged_* keys and "
-    "Sequence._decode_ragged expects RaggedArrays",
-)
 def test_bug_deserialize_batch_sequence_of_sequence_with_even_lengths(
     tfds_built: Any, expected: dict[str, list[dict[str, Any]]]
 ) -> None:
@@ -629,33 +623,9 @@ def test_bug_deserialize_batch_sequence_of_sequence_with_even_lengths(
         assert_same(row(batch, 0)["seq_seq"], theirs["seq_seq"], "seq_seq")
 
 
-# tfds' FeatureConnector.to_json() layout: {"type", "content" (proto-JSON), "proto_cls"}; tfrec
-# reads it as the old plain-JSON content, so whatever is spelled differently there is lost.
-TO_JSON_LAYOUT_BUG = {
-    "age", "flag", "flag_doc",  # Scalar: Tensor._from_legacy_content passes shape= to Scalar
-    "image", "img_jpeg", "img_u16",  # encodingFormat (not encoding_format) is ignored
-    "label", "label_num",  # numClasses (not num_classes): 0 classes
-    "raw", "t_bytes", "zlib",  # encoding is ignored
-    "nested",  # content {"features": {...}} read as {name: feature}
-    "seq_seq", "seq_seq_t2",  # length "-1" (a string) is kept as -1, not None
-}  # fmt: skip
-
-
 @pytest.mark.parametrize(
     "key",
-    [
-        pytest.param(
-            key,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="bug: from_json reads tfds' to_json() layout (with proto_cls, proto-JSON content) "
-                "as the legacy plain-JSON layout",
-            ),
-        )
-        if key in TO_JSON_LAYOUT_BUG
-        else key
-        for key in CONNECTORS
-    ],
+    [key for key in CONNECTORS],
 )
 def test_from_json_reads_tfds_to_json_layout(key: str) -> None:
     document = F_TFDS.FeaturesDict(every_connector(F_TFDS))[key].to_json()
@@ -665,11 +635,6 @@ def test_from_json_reads_tfds_to_json_layout(key: str) -> None:
     assert FeatureConnector.from_json(document).to_json() == theirs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: FeaturesDict.parse_spec refuses Tensor(shape=(2, None)) (one unknown dimension, not "
-    "the first) that tfds reads with FixedLenSequenceFeature((2,)) + reshape; tfrec writes it fine",
-)
 def test_bug_tensor_with_unknown_inner_dimension_reads() -> None:
     theirs_features = F_TFDS.FeaturesDict({"k": F_TFDS.Tensor(shape=(2, None), dtype=np.int64)})
     ours_features = FeaturesDict({"k": F_TFREC.Tensor(shape=(2, None), dtype=np.int64)})
@@ -679,32 +644,21 @@ def test_bug_tensor_with_unknown_inner_dimension_reads() -> None:
     assert_same(ours_features.deserialize_example(record), tfds_decode(theirs_features, [record])[0], "k")
 
 
-ONE_NONE_BYTES_REASON = (
-    "bug: Tensor with one unknown dimension and encoding='bytes'/'zlib' is stored as k/shape + "
-    "k/value; tfds stores only k (the raw bytes) and adds shape/value only for two or more unknown dims"
-)
-
-
 def one_none_bytes(F: ModuleType) -> Any:
     return F.FeaturesDict({"k": F.Tensor(shape=(None,), dtype=np.int16, encoding="zlib")})
 
 
-@pytest.mark.xfail(strict=True, reason=ONE_NONE_BYTES_REASON)
 def test_bug_one_unknown_dimension_bytes_tensor_tfds_to_tfrec() -> None:
     record = one_none_bytes(F_TFDS).serialize_example({"k": np.array([1, -2, 3], np.int16)})
     ours = one_none_bytes(F_TFREC).deserialize_example(record)  # MissingFeatureError: k/shape
     assert_same(ours, tfds_decode(one_none_bytes(F_TFDS), [record])[0], "k")
 
 
-@pytest.mark.xfail(strict=True, reason=ONE_NONE_BYTES_REASON)
 def test_bug_one_unknown_dimension_bytes_tensor_tfrec_to_tfds() -> None:
     record = one_none_bytes(F_TFREC).serialize_example({"k": np.array([1, -2, 3], np.int16)})
     assert sorted(tfrec.decode_example(record)) == ["k"]  # the key tfds' parser asks for
 
 
-@pytest.mark.xfail(
-    strict=True, reason="bug: dtype=np.str_ (tfds' usual spelling of a string Tensor) raises SchemaError"
-)
 def test_bug_numpy_str_dtype_is_a_string_tensor() -> None:
     theirs = F_TFDS.FeaturesDict({"s": F_TFDS.Tensor(shape=(), dtype=np.str_), "t": np.str_})
     ours = FeaturesDict({"s": F_TFREC.Tensor(shape=(), dtype=np.str_), "t": np.str_})
@@ -718,11 +672,6 @@ def test_bug_numpy_str_dtype_is_a_string_tensor() -> None:
         pytest.param(lambda F: F.Tensor(shape=(2,), dtype=np.int32, minimum=0, maximum=10), id="min_max"),
         pytest.param(lambda F: F.Image(shape=(8, 8, 1), use_colormap=True), id="use_colormap"),
     ],
-)
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: from_json silently drops optional/minimum/maximum/useColormap (SPEC §1.3); an optional "
-    "Tensor's key may be absent from tfds' records, which tfrec then refuses as missing",
 )
 def test_bug_from_json_keeps_or_refuses_tensor_options(feature: Any) -> None:
     document = tfds_json(feature(F_TFDS))
@@ -739,11 +688,6 @@ def test_bug_from_json_keeps_or_refuses_tensor_options(feature: Any) -> None:
         pytest.param(lambda F: F.Image(shape=(2, 2, 3)), id="image"),
         pytest.param(lambda F: F.Tensor(shape=(2, 2), dtype=np.int16, encoding="bytes"), id="bytes_tensor"),
     ],
-)
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an empty Sequence of images or bytes-encoded tensors decodes to an object array of "
-    "shape (0,); tfds gives the declared dtype and shape (0, *shape)",
 )
 def test_bug_empty_sequence_of_decoded_items(feature: Any) -> None:
     theirs_features = F_TFDS.FeaturesDict({"s": F_TFDS.Sequence(feature(F_TFDS))})

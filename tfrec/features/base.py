@@ -45,7 +45,7 @@ def as_numpy_dtype(dtype: Any) -> np.dtype:
     """
     if isinstance(dtype, str) and dtype in ("string", "str", "bytes"):
         return np.dtype(object)
-    if dtype in (str, bytes, object):
+    if dtype in (str, bytes, object, np.str_, np.bytes_):
         return np.dtype(object)
     name = getattr(dtype, "name", None)
     if type(dtype).__module__.startswith("tensorflow") and isinstance(name, str):
@@ -155,8 +155,8 @@ class FeatureConnector(ABC):
         if isinstance(value, str):
             value = json.loads(value)
         assert isinstance(value, dict)
-        if "type" in value:  # tfds' older layouts: {"type": class, "content": ...}
-            return _from_legacy_json(value)
+        if "type" in value:  # tfds' other layouts: {"type": class, "content": ...}
+            return _from_typed_json(value)
         name = value.get("pythonClassName", "")
         cls = FeatureConnector._registry.get(name) or FeatureConnector._registry.get(name.rsplit(".", 1)[-1])
         if cls is None:
@@ -186,8 +186,9 @@ class FeatureConnector(ABC):
         return hash(self._key())
 
 
-def _from_legacy_json(value: dict[str, Any]) -> FeatureConnector:
-    """tfds' ``{"type": ..., "content": ...}`` layouts (content as plain JSON or proto-JSON)."""
+def _from_typed_json(value: dict[str, Any]) -> FeatureConnector:
+    """tfds' ``{"type": ..., "content": ...}`` layouts: ``to_json()``'s (with ``proto_cls``,
+    proto-JSON content) and the older plain-JSON one."""
     name = value["type"]
     content = value.get("content", {})
     if isinstance(content, str):
@@ -195,6 +196,8 @@ def _from_legacy_json(value: dict[str, Any]) -> FeatureConnector:
     cls = FeatureConnector._registry.get(name) or FeatureConnector._registry.get(name.rsplit(".", 1)[-1])
     if cls is None:
         raise SchemaError(f"unknown feature connector {name!r} in features.json")
+    if "proto_cls" in value:
+        return cls._from_json_content(content)
     return cls._from_legacy_content(content)
 
 

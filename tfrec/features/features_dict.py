@@ -15,7 +15,9 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -33,7 +35,7 @@ from ..example import (
     parse_single_example,
 )
 from .base import _TFDS, FeatureConnector, TensorInfo
-from .tensor import Tensor
+from .tensor import Tensor, cast_stored
 from .text import ClassLabel
 
 __all__ = ["FeaturesDict", "to_connector"]
@@ -171,8 +173,10 @@ class FeaturesDict(FeatureConnector):
             unknown = info.shape.count(None)
             if unknown == 0:
                 spec[key] = FixedLenFeature(info.shape, stored)
-            elif unknown == 1 and info.shape[0] is None:
-                inner = info.shape[1:]
+            elif unknown == 1:
+                # The unknown dimension first: items of the other dims. Elsewhere (as tfds): items
+                # of all known values, reshaped after parsing.
+                inner = info.shape[1:] if info.shape[0] is None else (math.prod(d or 1 for d in info.shape),)
                 if batched:
                     partitions = tuple(RaggedFeature.UniformRowLength(d) for d in inner)  # type: ignore[arg-type]
                     spec[key] = RaggedFeature(stored, partitions=partitions, row_splits_dtype=np.int64)
@@ -198,28 +202,28 @@ class FeaturesDict(FeatureConnector):
     def deserialize_example(self, data: bytes) -> dict[str, Any]:
         """The bytes of one Example -> the nested dict of values."""
         parsed = parse_single_example(data, self.parse_spec())
-        return self.decode_flat(self._reshaped(parsed), "", False)
+        return self.decode_flat(self._reshaped(parsed, False), "", False)
 
     def deserialize_batch(self, records: Sequence[bytes]) -> dict[str, Any]:
         """Many Example bytes -> one nested dict of batched arrays (RaggedArray where lengths differ)."""
         parsed = parse_example(list(records), self.parse_spec(batched=True))
-        flat = {key: _dense_if_even(value) for key, value in self._reshaped(parsed).items()}
-        return self.decode_flat(flat, "", True)
+        return self.decode_flat(self._reshaped(parsed, True), "", True)
 
-    def _reshaped(self, parsed: dict[str, Any]) -> dict[str, Any]:
-        """Cast parsed values back to their declared dtypes."""
-        from .tensor import cast_stored
-
+    def _reshaped(self, parsed: dict[str, Any], batched: bool) -> dict[str, Any]:
+        """Parsed values in their declared dtypes and shapes (RaggedArray where batch rows differ)."""
         infos = self.flat_infos()
         out = {}
         for key, value in parsed.items():
-            dtype = infos[key].dtype
+            info = infos[key]
             if isinstance(value, RaggedArray):
-                out[key] = RaggedArray(cast_stored(value.values, dtype, key), value.row_splits)
-            elif dtype.kind == "O" and np.ndim(value) == 0:
-                out[key] = value
-            else:
-                out[key] = cast_stored(value, dtype, key)
+                value = RaggedArray(cast_stored(value.values, info.dtype, key), value.row_splits)
+            elif not (info.dtype.kind == "O" and np.ndim(value) == 0):
+                value = cast_stored(value, info.dtype, key)
+            if None in info.shape and info.shape[0] is not None:  # one unknown dimension, not the first
+                value = _reshape_inner(value, info.shape, batched)
+            elif batched and not _ragged_key(key):
+                value = _dense_if_even(value)
+            out[key] = value
         return out
 
     # -- metadata ---------------------------------------------------------------------------------
@@ -281,6 +285,25 @@ def _class_labels(feature: FeatureConnector, name: str) -> list[tuple[str, Class
     if isinstance(feature, SequenceConnector):
         return _class_labels(feature.feature, name)
     return []
+
+
+def _ragged_key(key: str) -> bool:
+    """Keys of a Sequence of Sequence: their rows are decoded by the Sequence itself."""
+    return key.rsplit("/", 1)[-1].startswith("ragged_")
+
+
+def _reshape_inner(value: Any, shape: tuple[int | None, ...], batched: bool) -> Any:
+    """Give parsed items of a shape with one unknown inner dimension that shape (tfds' layout)."""
+    target = tuple(-1 if d is None else d for d in shape)
+    if not batched:
+        return np.asarray(value).reshape(target)
+    splits = value.row_splits
+    rows = [np.asarray(value.values[a:b]).reshape(target) for a, b in itertools.pairwise(splits)]
+    if rows and all(r.shape == rows[0].shape for r in rows):
+        return np.stack(rows)
+    out = np.empty(len(rows), object)
+    out[:] = rows
+    return out
 
 
 def _dense_if_even(value: Any) -> Any:

@@ -108,7 +108,9 @@ class Image(FeatureConnector):
         if not batched:
             return self._decode(flat[""], path)
         images = [self._decode(data, path) for data in flat[""]]
-        if images and all(i.shape == images[0].shape for i in images):
+        if not images:
+            return np.empty((0, *(d or 0 for d in self.shape)), self.dtype)
+        if all(i.shape == images[0].shape for i in images):
             return np.stack(images)
         out = np.empty(len(images), object)
         out[:] = images
@@ -135,6 +137,8 @@ class Image(FeatureConnector):
 
     @classmethod
     def _from_json_content(cls, content: dict[str, Any]) -> Image:
+        if content.get("useColormap"):
+            raise SchemaError("Image(use_colormap=True) is not supported yet")
         return cls(
             shape=json_shape(content.get("shape", {})),
             dtype=content.get("dtype", "uint8"),

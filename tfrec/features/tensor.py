@@ -140,6 +140,8 @@ class Tensor(FeatureConnector):
         if self.encoding is not Encoding.NONE and self.dtype.kind == "O":
             raise SchemaError("encoding='bytes'/'zlib' is for numeric tensors, not strings")
         self.doc, self.value_range = doc, value_range
+        self.minimum: Any = None  # tfds' documented value bounds (not enforced)
+        self.maximum: Any = None
 
     def __repr__(self) -> str:
         extra = f", encoding={self.encoding.value!r}" if self.encoding is not Encoding.NONE else ""
@@ -148,12 +150,17 @@ class Tensor(FeatureConnector):
     def flat_infos(self) -> dict[str, TensorInfo]:
         if self.encoding is Encoding.NONE:
             return {"": TensorInfo(self.shape, self.dtype)}
-        if None not in self.shape:
+        if not self._stores_shape:
             return {"": TensorInfo((), np.dtype(object))}
         return {
             "shape": TensorInfo((len(self.shape),), np.dtype(np.int64)),
             "value": TensorInfo((), np.dtype(object)),
         }
+
+    @property
+    def _stores_shape(self) -> bool:
+        # As tfds: raw bytes need their shape stored only when it has several unknown dimensions.
+        return self.shape.count(None) > 1
 
     def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
         array = to_array(value, self.dtype, self.shape, path, repr(self))
@@ -162,19 +169,21 @@ class Tensor(FeatureConnector):
         payload = np.ascontiguousarray(array, self.dtype.newbyteorder("<")).tobytes()
         if self.encoding is Encoding.ZLIB:
             payload = zlib.compress(payload)
-        if None not in self.shape:
+        if not self._stores_shape:
             return {"": payload}
         return {"shape": np.array(array.shape, np.int64), "value": payload}
 
     def decode_flat(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
         if self.encoding is Encoding.NONE:
             return flat[""]  # already in the declared dtype (FeaturesDict casts parsed values)
-        payloads = flat["value"] if None in self.shape else flat[""]
+        payloads = flat["value"] if self._stores_shape else flat[""]
         if not batched:
             return self._from_bytes(payloads, flat.get("shape"), path)
-        shapes = flat["shape"] if None in self.shape else [None] * len(payloads)
+        shapes = flat["shape"] if self._stores_shape else [None] * len(payloads)
         arrays = [self._from_bytes(p, s, path) for p, s in zip(payloads, shapes, strict=True)]
-        if arrays and all(a.shape == arrays[0].shape for a in arrays):
+        if not arrays:
+            return np.empty((0, *(d or 0 for d in self.shape)), self.dtype)
+        if all(a.shape == arrays[0].shape for a in arrays):
             return np.stack(arrays)
         out = np.empty(len(arrays), object)
         out[:] = arrays
@@ -184,26 +193,34 @@ class Tensor(FeatureConnector):
         try:
             raw = zlib.decompress(payload) if self.encoding is Encoding.ZLIB else payload
             flat = np.frombuffer(raw, self.dtype.newbyteorder("<")).astype(self.dtype)
-            # A static shape has no None: bytes-encoded tensors store a shape key otherwise.
-            target = tuple(int(d) for d in shape) if shape is not None else self.shape
-            return flat.reshape(target)  # type: ignore[arg-type]
+            # Without a stored shape at most one dimension is unknown, and reshape infers it.
+            unknown = tuple(-1 if d is None else d for d in self.shape)
+            return flat.reshape(tuple(int(d) for d in shape) if shape is not None else unknown)
         except (zlib.error, ValueError) as exc:
             raise DecodeError(f"{path} ({self!r}): the stored bytes do not decode: {exc}", key=path) from None
 
     def _json_content(self) -> dict[str, Any]:
-        return {
+        content = {
             "dtype": dtype_name(self.dtype),
             "encoding": self.encoding.value,
             "shape": shape_json(self.shape),
         }
+        # tfds' value bounds are documentation only: kept so that features.json round-trips.
+        for name, bound in (("minimum", self.minimum), ("maximum", self.maximum)):
+            if bound is not None:
+                content[name] = str(bound)
+        return content
 
     @classmethod
     def _from_json_content(cls, content: dict[str, Any]) -> Tensor:
-        return cls(
+        _refuse_unsupported(content)
+        tensor = cls(
             shape=json_shape(content.get("shape", {})),
             dtype=content["dtype"],
             encoding=content.get("encoding") or "none",
         )
+        tensor.minimum, tensor.maximum = content.get("minimum"), content.get("maximum")
+        return tensor
 
     @classmethod
     def _from_legacy_content(cls, content: dict[str, Any]) -> Tensor:
@@ -225,4 +242,15 @@ class Scalar(Tensor):
 
     @classmethod
     def _from_json_content(cls, content: dict[str, Any]) -> Scalar:
+        _refuse_unsupported(content)
         return cls(content["dtype"])
+
+    @classmethod
+    def _from_legacy_content(cls, content: dict[str, Any]) -> Scalar:
+        return cls(content["dtype"])
+
+
+def _refuse_unsupported(content: dict[str, Any]) -> None:
+    """A tfds option tfrec does not implement yet: refused, rather than reading records wrongly."""
+    if content.get("optional"):
+        raise SchemaError("optional tensors (tfds' optional=True) are not supported yet")
