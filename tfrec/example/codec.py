@@ -39,14 +39,20 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 def _varint(value: int) -> bytes:
     """Encode a non-negative int < 2**64 as a varint."""
-    if value < 0x80:
-        return bytes((value,))
+    if value < _CACHED_VARINTS:
+        return _SMALL_VARINTS[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_CACHED_VARINTS = 1 << 14  # one or two bytes: lengths of most fields, small ints
+_SMALL_VARINTS = [
+    bytes((v,)) if v < 0x80 else bytes((v & 0x7F | 0x80, v >> 7)) for v in range(_CACHED_VARINTS)
+]
 
 
 def _length_delimited(tag: int, payload: bytes) -> bytes:
@@ -57,7 +63,7 @@ def _encode_varints(values: np.ndarray) -> bytes:
     """Packed varints of int64 values (negatives take 10 bytes, as two's complement)."""
     unsigned = values.astype(np.int64, copy=False).view(np.uint64)
     if unsigned.size < 512:  # measured: below this a Python loop beats numpy's per-call cost
-        return b"".join(_varint(int(v)) for v in unsigned.tolist())
+        return b"".join(map(_varint, unsigned.tolist()))
     # Vectorised: 7 bits per byte, continuation bit on every byte but the last.
     lengths = np.ones(unsigned.size, np.int64)
     for i in range(1, 10):

@@ -53,6 +53,12 @@ def to_array(
     Raises:
         EncodeError: naming ``path`` and ``connector``, with expected vs found.
     """
+    if isinstance(value, np.ndarray) and value.dtype == dtype and dtype.kind != "O":
+        if not fits(shape, value.shape):  # the common case: already the right dtype, nothing to convert
+            raise EncodeError(
+                f"{path} ({connector}): expected shape {_shape_text(shape)}, found {value.shape}", key=path
+            )
+        return value
     where = f"{path} ({connector})"
     if dtype.kind == "O":
         raw = np.asarray(value, dtype=object)
@@ -78,9 +84,12 @@ def to_array(
             bad = raw.ravel()[np.flatnonzero(~np.asarray(same).ravel())[0]]
             raise EncodeError(f"{where}: {bad!r} does not fit dtype {dtype} without loss", key=path)
     if not fits(shape, array.shape):
-        expected = tuple("None" if s is None else s for s in shape)
-        raise EncodeError(f"{where}: expected shape {expected}, found {array.shape}", key=path)
+        raise EncodeError(f"{where}: expected shape {_shape_text(shape)}, found {array.shape}", key=path)
     return array
+
+
+def _shape_text(shape: tuple[int | None, ...]) -> str:
+    return str(tuple("None" if d is None else d for d in shape)).replace("'", "")
 
 
 def cast_stored(values: Any, dtype: np.dtype, path: str) -> Any:
