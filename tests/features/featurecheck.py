@@ -12,7 +12,7 @@ import numpy as np
 
 from tfrec import RaggedArray
 
-# -- comparing decoded values -------------------------------------------------------------------------
+# -- comparing decoded values --------------------------------------------------------------------------
 
 
 def ragged(rows: list[Any], dtype: Any) -> RaggedArray:
@@ -102,7 +102,7 @@ def leaves(value: Any) -> list[Any]:
     return [value]
 
 
-# -- Example wire bytes, by hand ------------------------------------------------------------------------
+# -- Example wire bytes, by hand -----------------------------------------------------------------------
 
 
 def varint(value: int) -> bytes:
