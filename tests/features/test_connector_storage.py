@@ -252,9 +252,6 @@ def test_class_label_names_file_utf8(tmp_path: Path) -> None:
     assert ClassLabel(names_file=path).names == ["café", "naïve"]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="bug: ClassLabel refuses a 0-d integer array (tfds accepts it, int() works)"
-)
 def test_class_label_accepts_a_0d_integer_array() -> None:
     assert round_trip(ClassLabel(num_classes=3), np.array(2)) == 2
 
@@ -346,11 +343,6 @@ def test_image_without_pillow_names_the_extra(monkeypatch: pytest.MonkeyPatch) -
     assert features.serialize_example({"k": b"raw"}) == tfrec.encode_example({"k": b"raw"})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a grayscale PNG/JPEG stored in Image(shape=(None, None, 3)) fails to decode; "
-    "tfds decodes with channels=3 (gray -> RGB), and tfds datasets hold such files",
-)
 def test_image_decodes_to_the_declared_channels() -> None:
     pytest.importorskip("PIL")
     gray = np.arange(6, dtype=np.uint8).reshape(2, 3) * 40
@@ -377,11 +369,6 @@ def test_sequence_of_dicts_list_and_dict_spellings_agree() -> None:
     assert as_list == as_dict == [("k/a", bytes_feature(b"one", b"two")), ("k/b", int64_feature(0, 2))]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an empty sequence of strings/images is written as a Feature with no kind; "
-    "tfds writes an empty bytes_list (0a00) (_stored_values turns the empty object array into [])",
-)
 @pytest.mark.parametrize(
     ("feature", "value", "expected"),
     [

@@ -215,11 +215,6 @@ def test_one_unknown_dimension_not_first() -> None:
     assert_same(features.deserialize_example(features.serialize_example({"v": value}))["v"], value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: decoded scalars of int8..uint64, float16 and float64 are 0-d ndarrays while int64, "
-    "float32 and bool give numpy scalars (tfds.as_numpy gives numpy scalars for all)",
-)
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.uint64, np.float16, np.float64])
 def test_decoded_scalars_are_numpy_scalars(dtype: Any) -> None:
     features = FeaturesDict({"k": Tensor(shape=(), dtype=dtype)})

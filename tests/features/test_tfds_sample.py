@@ -170,21 +170,13 @@ def test_batch_of_records_with_equal_sequences(pillow: None) -> None:
 
 # -- writing -------------------------------------------------------------------------------------------
 
-EMPTY_TEXT_BUG = (
-    "bug: the empty seq_d/a is written as Feature{} instead of tfds' empty bytes_list (0a00); "
-    "see test_connector_storage.test_empty_sequence_of_strings_keeps_its_kind"
-)
-
 
 def _feature_params() -> list[Any]:
     out = []
     for i, entry in enumerate(GOLDEN["examples"]):
         for key in GOLDEN["flat_key_definition_order"]:
-            marks = []
-            if i == 1 and key == "seq_d/a":
-                marks = [pytest.mark.xfail(strict=True, reason=EMPTY_TEXT_BUG)]
             assert key in entry["features_hex"]
-            out.append(pytest.param(i, key, id=f"record{i}-{key}", marks=marks))
+            out.append(pytest.param(i, key, id=f"record{i}-{key}"))
     return out
 
 
@@ -232,11 +224,6 @@ def test_serialize_writes_keys_in_definition_order_apart_from_ragged_keys(pillow
     assert_same(sample_schema().deserialize_example(data), from_golden(GOLDEN["examples"][0]["decoded"]))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (minor): tfds writes k/ragged_row_lengths_0 before k/ragged_flat_values "
-    "(definition_order_hex); tfrec writes flat values first",
-)
 def test_serialize_writes_keys_in_tfds_definition_order(pillow: None) -> None:
     data = sample_schema().serialize_example(sample_value())
     assert [key for key, _ in feature_entries(data)] == GOLDEN["flat_key_definition_order"]

@@ -68,7 +68,7 @@ def _stored_values(value: Any, info: TensorInfo) -> Any:
         return value
     array = np.asarray(value)
     if array.dtype.kind == "O":
-        return list(array.ravel())
+        return array.ravel()  # an array, so that even an empty one is stored as a bytes_list
     if array.dtype == np.uint64:
         return array.view(np.int64).ravel()
     if array.dtype.kind in "bui":
@@ -109,6 +109,11 @@ class FeaturesDict(FeatureConnector):
 
     def __repr__(self) -> str:
         return f"FeaturesDict({self.features!r})"
+
+    def _key(self) -> tuple[Any, ...]:
+        # The children's own keys (a ClassLabel's names are not in its JSON); key order is not the schema.
+        children = tuple((name, self.features[name]._key()) for name in sorted(self.features))
+        return (type(self), self.doc, self.value_range, children)
 
     def __getitem__(self, name: str) -> FeatureConnector:
         return self.features[name]
@@ -219,6 +224,8 @@ class FeaturesDict(FeatureConnector):
                 value = RaggedArray(cast_stored(value.values, info.dtype, key), value.row_splits)
             elif not (info.dtype.kind == "O" and np.ndim(value) == 0):
                 value = cast_stored(value, info.dtype, key)
+            if np.ndim(value) == 0 and isinstance(value, np.ndarray):
+                value = value[()]  # scalars as numpy scalars, whatever the dtype
             if None in info.shape and info.shape[0] is not None:  # one unknown dimension, not the first
                 value = _reshape_inner(value, info.shape, batched)
             elif batched and not _ragged_key(key):

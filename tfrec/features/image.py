@@ -24,6 +24,7 @@ from .base import fits as _fits
 __all__ = ["Image"]
 
 _FORMATS = ("png", "jpeg")
+_MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # Pillow's modes for 8-bit images of 1, 3 or 4 channels
 
 
 def _pillow() -> Any:
@@ -75,7 +76,8 @@ class Image(FeatureConnector):
         self.doc, self.value_range = doc, value_range
 
     def __repr__(self) -> str:
-        return f"Image(shape={self.shape}, dtype={self.dtype})"
+        encoding = f", encoding_format={self.encoding_format!r}" if self.encoding_format else ""
+        return f"Image(shape={self.shape}, dtype={self.dtype}{encoding})"
 
     def flat_infos(self) -> dict[str, TensorInfo]:
         return {"": TensorInfo((), np.dtype(object))}
@@ -120,6 +122,8 @@ class Image(FeatureConnector):
         pil = _pillow()
         try:
             with pil.open(io.BytesIO(data)) as image:
+                if self.dtype == np.uint8:  # as tfds: decode to the declared channels (grey -> RGB, ...)
+                    image = image.convert(_MODES[self.shape[2] or 3])
                 array = np.asarray(image)
         except (OSError, ValueError) as exc:
             raise DecodeError(f"{path} ({self!r}): not a readable image: {exc}", key=path) from None

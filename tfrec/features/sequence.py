@@ -81,9 +81,9 @@ class Sequence(FeatureConnector):
         if self.ragged:
             inner = self.feature.feature  # type: ignore[attr-defined]
             infos = {}
-            for key, info in inner.flat_infos().items():
-                infos[_join(key, FLAT_VALUES)] = TensorInfo((None, *info.shape), info.dtype)
+            for key, info in inner.flat_infos().items():  # row lengths first, as tfds writes them
                 infos[_join(key, ROW_LENGTHS)] = TensorInfo((None,), np.dtype(np.int64))
+                infos[_join(key, FLAT_VALUES)] = TensorInfo((None, *info.shape), info.dtype)
             return infos
         return {
             key: TensorInfo((self.length, *i.shape), i.dtype) for key, i in self.feature.flat_infos().items()
@@ -165,6 +165,9 @@ class Sequence(FeatureConnector):
         leaves = inner.decode_flat(values, path, True)
         rows = _batch_of(leaves, _splits(lengths.values))
         return _batch_of(rows, lengths.row_splits)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (type(self), self.doc, self.value_range, self.length, self.feature._key())
 
     def _json_content(self) -> dict[str, Any]:
         return {"feature": self.feature.to_json(), "length": str(-1 if self.length is None else self.length)}

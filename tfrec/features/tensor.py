@@ -46,19 +46,21 @@ class Encoding(str, Enum):
 
 
 def to_array(
-    value: Any, dtype: np.dtype, shape: tuple[int | None, ...], path: str, connector: str
+    value: Any,
+    dtype: np.dtype,
+    shape: tuple[int | None, ...],
+    path: str,
+    connector: str,
+    as_list: bool = True,
 ) -> np.ndarray:
     """``value`` as an array of ``dtype`` whose shape fits ``shape``; refuse lossy conversions.
 
     Raises:
         EncodeError: naming ``path`` and ``connector``, with expected vs found.
     """
-    if isinstance(value, np.ndarray) and value.dtype == dtype and dtype.kind != "O":
-        if not fits(shape, value.shape):  # the common case: already the right dtype, nothing to convert
-            raise EncodeError(
-                f"{path} ({connector}): expected shape {_shape_text(shape)}, found {value.shape}", key=path
-            )
-        return value
+    fast = isinstance(value, np.ndarray) and value.dtype == dtype and dtype.kind != "O"
+    if fast and not (dtype == np.float64 and as_list) and fits(shape, value.shape):
+        return value  # the common case: already the right dtype and shape, nothing to convert
     where = f"{path} ({connector})"
     if dtype.kind == "O":
         raw = np.asarray(value, dtype=object)
@@ -78,11 +80,17 @@ def to_array(
             array = raw.astype(dtype)
             back = array.astype(raw.dtype)
         same = (back == raw) | (np.isnan(raw) if raw.dtype.kind == "f" else False)
+        if raw.dtype.kind in "biu" and dtype.kind in "iu":  # same width, other sign: compare signs too
+            same &= (array < 0) == (raw < 0)
         if dtype.kind == "b" and raw.dtype.kind != "b":
             same = (raw == 0) | (raw == 1)
+        if dtype == np.float64 and as_list:  # an Example keeps float32: only exact values fit
+            with np.errstate(over="ignore"):
+                same &= (array.astype(np.float32) == array) | np.isnan(array)
         if not np.all(same):
             bad = raw.ravel()[np.flatnonzero(~np.asarray(same).ravel())[0]]
-            raise EncodeError(f"{where}: {bad!r} does not fit dtype {dtype} without loss", key=path)
+            stored = " (stored as float32)" if dtype == np.float64 and as_list else ""
+            raise EncodeError(f"{where}: {bad!r} does not fit dtype {dtype}{stored} without loss", key=path)
     if not fits(shape, array.shape):
         raise EncodeError(f"{where}: expected shape {_shape_text(shape)}, found {array.shape}", key=path)
     return array
@@ -172,7 +180,7 @@ class Tensor(FeatureConnector):
         return self.shape.count(None) > 1
 
     def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
-        array = to_array(value, self.dtype, self.shape, path, repr(self))
+        array = to_array(value, self.dtype, self.shape, path, repr(self), self.encoding is Encoding.NONE)
         if self.encoding is Encoding.NONE:
             return {"": array}
         payload = np.ascontiguousarray(array, self.dtype.newbyteorder("<")).tobytes()

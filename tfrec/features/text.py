@@ -156,7 +156,9 @@ class ClassLabel(FeatureConnector):
         try:
             if isinstance(value, (str, bytes)):
                 index = self.str2int(value.decode() if isinstance(value, bytes) else value)
-            elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+            elif isinstance(value, (int, np.integer, np.ndarray)) and np.asarray(value).dtype.kind in "iu":
+                if np.ndim(value):
+                    raise EncodeError(f"expected one class, found an array of shape {np.shape(value)}")
                 index = int(value)
                 if not -1 <= index < self.num_classes:
                     raise EncodeError(f"class index {index} is outside -1..{self.num_classes - 1}")
