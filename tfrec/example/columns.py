@@ -109,23 +109,30 @@ def columns_from_features(
     return columns
 
 
-def gather_columns(records: Sequence[bytes], wanted: Mapping[bytes, int]) -> dict[bytes, Column]:
+def gather_columns(
+    records: Sequence[bytes], wanted: Mapping[bytes, int], templates: int = 2
+) -> dict[bytes, Column]:
     """Columns of the ``wanted`` keys (key -> expected kind) across ``records``.
 
     Records that share the first one's layout are decoded together in numpy;
-    the others one by one.
+    the rest the same way again with their own first record as the template
+    (up to ``templates`` layouts), and whatever is left one by one.
 
     Raises:
         wire.WireError: with ``.index`` set to the offending record.
     """
-    fast = lockstep_columns(records, wanted)
-    if fast is not None:
-        columns, odd = fast
-        if not odd:
-            return columns
-        slow = _per_record(records, odd, wanted)
-        return _merge(columns, slow, odd, len(records), wanted)
-    return _per_record(records, list(range(len(records))), wanted)
+    fast = lockstep_columns(records, wanted) if templates else None
+    if fast is None:
+        return _per_record(records, list(range(len(records))), wanted)
+    columns, odd = fast
+    if not odd:
+        return columns
+    try:
+        rest = gather_columns([records[row] for row in odd], wanted, templates - 1)
+    except wire.WireError as exc:
+        exc.index = odd[exc.index]  # type: ignore[attr-defined]
+        raise
+    return _merge(columns, rest, odd, len(records), wanted)
 
 
 def _per_record(
@@ -142,6 +149,15 @@ def _per_record(
     return columns_from_features([records[row] for row in rows], scanned, wanted, rows)
 
 
+def _as_objects(values: np.ndarray | list[bytes]) -> np.ndarray:
+    """Bytes as an object array, never through numpy's "S" dtype (it drops trailing NULs)."""
+    if not isinstance(values, list):
+        return values
+    out = np.empty(len(values), object)
+    out[:] = values
+    return out
+
+
 def _merge(
     fast: dict[bytes, Column],
     slow: dict[bytes, Column],
@@ -149,7 +165,7 @@ def _merge(
     size: int,
     wanted: Mapping[bytes, int],
 ) -> dict[bytes, Column]:
-    """Put the rows decoded one by one (``odd``) back among the lockstep rows."""
+    """Put the columns of the ``odd`` rows back among the others, in record order."""
     is_odd = np.zeros(size, bool)
     is_odd[odd] = True
     merged = {}
@@ -159,16 +175,15 @@ def _merge(
         counts = np.empty(size, np.int64)
         kinds[is_odd], kinds[~is_odd] = s.kinds, f.kinds
         counts[is_odd], counts[~is_odd] = s.counts, f.counts
-        # Interleave the values record by record: split both at record boundaries.
-        f_off, s_off = f.offsets(), s.offsets()
-        pieces = []
-        fi = si = 0
-        for row in range(size):
-            if is_odd[row]:
-                pieces.append(s.values[s_off[si] : s_off[si + 1]])
-                si += 1
-            else:
-                pieces.append(f.values[f_off[fi] : f_off[fi + 1]])
-                fi += 1
-        merged[key] = Column(kinds, counts, concat_values(kind, pieces))
+        # Where each value of each part goes: its row's start in the output, plus its place in the row.
+        starts = np.cumsum(counts) - counts
+        total = int(counts.sum())
+        out = np.empty(total, object if kind == wire.BYTES else f.values.dtype)  # type: ignore[union-attr]
+        for part, mask in ((f, ~is_odd), (s, is_odd)):
+            part_counts = counts[mask]
+            within = np.arange(int(part_counts.sum())) - np.repeat(
+                np.cumsum(part_counts) - part_counts, part_counts
+            )
+            out[np.repeat(starts[mask], part_counts) + within] = part.values
+        merged[key] = Column(kinds, counts, out.tolist() if kind == wire.BYTES else out)
     return merged

@@ -570,7 +570,10 @@ def _records(serialized: Any) -> tuple[list[bytes], bool]:
         raise SchemaError(
             f"Expected serialized to be a scalar or vector, got shape: {list(serialized.shape)}"
         )
-    return [bytes(r) for r in serialized], False
+    records = list(serialized)
+    if not all(type(r) is bytes for r in records):  # bytes already: no copy
+        records = [bytes(r) for r in records]
+    return records, False
 
 
 def _names(names: Any, count: int) -> list[str] | None:
