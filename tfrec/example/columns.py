@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import wire
+from .fixed import fixed_columns
 from .lockstep import lockstep_columns
 
 __all__ = ["Column", "decode_values", "gather_columns"]
@@ -114,14 +115,17 @@ def gather_columns(
 ) -> dict[bytes, Column]:
     """Columns of the ``wanted`` keys (key -> expected kind) across ``records``.
 
-    Records that share the first one's layout are decoded together in numpy;
-    the rest the same way again with their own first record as the template
-    (up to ``templates`` layouts), and whatever is left one by one.
+    Records that repeat the first one's bytes but for their values are decoded
+    by column offsets; otherwise those that share its layout are walked
+    together in numpy. The rest are decoded the same way with their own first
+    record as the template (up to ``templates`` times), and what is left one by one.
 
     Raises:
         wire.WireError: with ``.index`` set to the offending record.
     """
-    fast = lockstep_columns(records, wanted) if templates else None
+    fast = None
+    if templates:
+        fast = fixed_columns(records, wanted) or lockstep_columns(records, wanted)
     if fast is None:
         return _per_record(records, list(range(len(records))), wanted)
     columns, odd = fast

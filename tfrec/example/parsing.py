@@ -571,7 +571,7 @@ def _records(serialized: Any) -> tuple[list[bytes], bool]:
             f"Expected serialized to be a scalar or vector, got shape: {list(serialized.shape)}"
         )
     records = list(serialized)
-    if not all(type(r) is bytes for r in records):  # bytes already: no copy
+    if set(map(type, records)) - {bytes}:  # bytes already: no copy
         records = [bytes(r) for r in records]
     return records, False
 
