@@ -284,11 +284,11 @@ class RecordReader:
                     continue
                 available = len(buf) - pos
                 if available >= HEADER and _unpack_header(buf, pos)[0] >= _LARGE:
-                    record, footer = self._read_large(buf, pos, base, index)
+                    record, footer, after = self._read_large(buf, pos, base, index)
                     yield self._hand_out_large(record, footer, base + pos, index)
                     index += 1
                     base += pos + len(record) + HEADER + FOOTER
-                    buf, pos, header_only = b"", 0, True
+                    buf, pos, header_only = after, 0, True
                     continue
                 if eof:
                     if available:
@@ -479,10 +479,11 @@ class RecordReader:
         if self.on_error == "warn":
             warnings.warn(f"skipped damaged data: {error}", TfrecWarning, stacklevel=4)
 
-    def _read_large(self, buf: bytes, pos: int, base: int, index: int) -> tuple[bytes, bytes]:
+    def _read_large(self, buf: bytes, pos: int, base: int, index: int) -> tuple[bytes, bytes, bytes]:
         """Read the data of the large frame at ``pos`` straight into its own object.
 
-        Returns the data and the 4 footer bytes.
+        Returns the data, the 4 footer bytes, and up to a header's worth of the
+        bytes that follow (read with the footer: one call less per record).
         """
         length = _unpack_header(buf, pos)[0]
         have = buf[pos + HEADER :]  # the part of the frame already read (less than all of it)
@@ -492,15 +493,19 @@ class RecordReader:
             rest = self._read_exact(length - len(have), base + len(buf), base + pos, index)
             data = have + rest if have else rest
             footer = b""
-        if len(data) == length:
-            footer += self._read_exact(
-                FOOTER - len(footer), base + pos + HEADER + length + len(footer), base + pos, index
-            )
+        after = b""
+        if len(data) == length and len(footer) < FOOTER:
+            need = FOOTER - len(footer)
+            more = self._read(need + HEADER, base + pos, index)
+            if len(more) < need:  # a short read: the footer must still be complete
+                at = base + pos + HEADER + length + len(footer) + len(more)
+                more += self._read_exact(need - len(more), at, base + pos, index)
+            footer, after = footer + more[:need], more[need:]
         if len(data) < length or len(footer) < FOOTER:
             self._publish((), _NO_ENDS, base + pos, index)
             self._report(self._truncation_error(length, len(data) + len(footer), base + pos, index))
             raise _EndOfStream
-        return data, footer
+        return data, footer[:FOOTER], footer[FOOTER:] + after
 
     def _length_error(self, buf: bytes, pos: int, base: int, index: int) -> RecordError:
         length, stored = _unpack_header(buf, pos)
