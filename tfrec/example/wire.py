@@ -36,7 +36,6 @@ __all__ = [
 
 # Feature kinds, numbered as the fields of Feature's oneof.
 NONE, BYTES, FLOAT, INT64 = 0, 1, 2, 3
-KIND_NAMES = {NONE: "none", BYTES: "bytes_list", FLOAT: "float_list", INT64: "int64_list"}
 
 _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 _SMALL_VARINT_PAYLOAD = 24  # below this many bytes a Python loop beats numpy's call overhead
