@@ -10,7 +10,13 @@ Example:
 
 from __future__ import annotations
 
-from .codec import decode_example, decode_sequence_example, encode_example, encode_sequence_example
+from .codec import (
+    decode_example,
+    decode_sequence_example,
+    encode_example,
+    encode_sequence_example,
+    encode_typed_example,
+)
 from .parsing import (
     parse_example,
     parse_sequence_example,
@@ -44,6 +50,7 @@ __all__ = [
     "decode_sequence_example",
     "encode_example",
     "encode_sequence_example",
+    "encode_typed_example",
     "float32",
     "int64",
     "parse_example",

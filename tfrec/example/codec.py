@@ -63,7 +63,10 @@ def _encode_varints(values: np.ndarray) -> bytes:
     """Packed varints of int64 values (negatives take 10 bytes, as two's complement)."""
     unsigned = values.astype(np.int64, copy=False).view(np.uint64)
     if unsigned.size < 512:  # measured: below this a Python loop beats numpy's per-call cost
-        return b"".join(map(_varint, unsigned.tolist()))
+        items = unsigned.tolist()
+        if items and max(items) < _CACHED_VARINTS:  # the usual case: a table lookup per value, in C
+            return b"".join(map(_SMALL_VARINTS.__getitem__, items))
+        return b"".join(map(_varint, items))
     # Vectorised: 7 bits per byte, continuation bit on every byte but the last.
     lengths = np.ones(unsigned.size, np.int64)
     for i in range(1, 10):
@@ -217,6 +220,17 @@ def _encode_features(mapping: Mapping[str, Any], allow_downcast: bool) -> bytes:
 def _map_entry(key: bytes, value: bytes) -> bytes:
     """A map entry (field 1 of its map): key in field 1, value message in field 2."""
     return _length_delimited(0x0A, _length_delimited(0x0A, key) + _length_delimited(0x12, value))
+
+
+def encode_typed_example(entries: Iterable[tuple[bytes, int, Any]]) -> bytes:
+    """Example bytes from ``(key, kind, values)`` whose kinds are already known and checked.
+
+    ``values`` are an int64 array, a float32 array, or a sequence of bytes. The
+    fast path for callers that validated their values (the features layer):
+    nothing is classified or checked again.
+    """
+    body = b"".join(_map_entry(key, _encode_feature(kind, values)) for key, kind, values in entries)
+    return _length_delimited(0x0A, body)
 
 
 def encode_example(mapping: Mapping[str, Value], *, allow_downcast: bool = False) -> bytes:

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -30,9 +31,10 @@ from ..example import (
     FixedLenSequenceFeature,
     RaggedArray,
     RaggedFeature,
-    encode_example,
+    encode_typed_example,
     parse_example,
     parse_single_example,
+    wire,
 )
 from .base import _TFDS, FeatureConnector, TensorInfo
 from .tensor import Tensor, cast_stored
@@ -62,18 +64,17 @@ def _stored_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype.kind == "f" else np.dtype(np.int64)
 
 
-def _stored_values(value: Any, info: TensorInfo) -> Any:
-    """A flat value converted to what encode_example stores without loss (uint64 bit-cast as tfds)."""
-    if isinstance(value, (bytes, str)):
-        return value
+def _stored_values(value: Any, kind: int) -> Any:
+    """A checked flat value in the form its list stores: int64 array (uint64 bit-cast, as tfds),
+    float32 array (float64 values were checked to be exact), or a sequence of bytes."""
+    if kind == wire.BYTES:
+        return [value] if isinstance(value, bytes) else np.asarray(value, object).ravel()
     array = np.asarray(value)
-    if array.dtype.kind == "O":
-        return array.ravel()  # an array, so that even an empty one is stored as a bytes_list
+    if kind == wire.FLOAT:
+        return array.astype(np.float32, copy=False).ravel()
     if array.dtype == np.uint64:
         return array.view(np.int64).ravel()
-    if array.dtype.kind in "bui":
-        return array.astype(np.int64).ravel()
-    return array.ravel()
+    return array.astype(np.int64, copy=False).ravel()
 
 
 class FeaturesDict(FeatureConnector):
@@ -200,9 +201,17 @@ class FeaturesDict(FeatureConnector):
             EncodeError: a value does not fit its feature; names the key path.
         """
         flat = self.encode_flat(example, "")
-        infos = self.flat_infos()
-        values = {key: _stored_values(flat[key], info) for key, info in infos.items()}
-        return encode_example(values)
+        # Every value was checked against its feature: hand the stored kinds straight to the codec.
+        return encode_typed_example(
+            (raw_key, kind, _stored_values(flat[key], kind)) for key, raw_key, kind in self._storage
+        )
+
+    @functools.cached_property
+    def _storage(self) -> list[tuple[str, bytes, int]]:
+        """Each stored key, as text and as UTF-8, with the kind of list that stores it."""
+        kinds = {"O": wire.BYTES, "f": wire.FLOAT}
+        infos = self.flat_infos().items()
+        return [(key, key.encode(), kinds.get(info.dtype.kind, wire.INT64)) for key, info in infos]
 
     def deserialize_example(self, data: bytes) -> dict[str, Any]:
         """The bytes of one Example -> the nested dict of values."""
