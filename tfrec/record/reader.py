@@ -208,14 +208,16 @@ class RecordReader:
 
     def _raw_head(self) -> bytes:
         """The first bytes of the raw file, for hints (empty when not seekable)."""
+        raw = self._raw
+        if raw is None:
+            return b""
         try:
-            assert self._raw is not None
-            where = self._raw.tell()
-            self._raw.seek(0)
-            head = self._raw.read(2)
-            self._raw.seek(where)
+            where = raw.tell()
+            raw.seek(0)
+            head = raw.read(2)
+            raw.seek(where)
             return head
-        except (OSError, AttributeError, AssertionError):
+        except (OSError, AttributeError):  # a pipe or socket: no hint
             return b""
 
     def _read_exact(self, size: int, at: int, offset: int, index: int) -> bytes:
@@ -571,7 +573,7 @@ class RecordReader:
                     eof = len(buf) < end
                 if end <= len(buf):
                     data = buf[candidate + HEADER : end - FOOTER]
-                    if self._crc_matches(data, _unpack_crc(buf, end - FOOTER)[0]):
+                    if mask(self._crc(data)) == _unpack_crc(buf, end - FOOTER)[0]:
                         return buf, candidate, base, eof
             if eof:
                 return buf, -1, base, eof
@@ -582,9 +584,6 @@ class RecordReader:
             base += keep
             buf = buf[keep:] + chunk
             start = 0
-
-    def _crc_matches(self, data: bytes, stored: int) -> bool:
-        return int(mask_array(np.array([self._crc(data)], np.uint32))[0]) == stored
 
     # -- life cycle -------------------------------------------------------------------------
 
