@@ -286,13 +286,7 @@ def encode_sequence_example(
 
 
 def _decode_feature(data: bytes, feature: wire.Feature) -> Decoded:
-    if feature.kind == wire.BYTES:
-        return wire.bytes_values(data, feature)
-    if feature.kind == wire.FLOAT:
-        return wire.float_values(data, feature)
-    if feature.kind == wire.INT64:
-        return wire.int64_values(data, feature)
-    return None
+    return wire.decode_values(data, feature) if feature.kind != wire.NONE else None
 
 
 def _key(raw: bytes) -> str:

@@ -23,7 +23,7 @@ from . import wire
 from .fixed import fixed_columns
 from .lockstep import lockstep_columns
 
-__all__ = ["Column", "decode_values", "gather_columns"]
+__all__ = ["Column", "gather_columns"]
 
 
 @dataclass
@@ -49,15 +49,6 @@ class Column:
         out = np.zeros(len(self.counts) + 1, np.int64)
         np.cumsum(self.counts, out=out[1:])
         return out
-
-
-def decode_values(data: bytes, feature: wire.Feature) -> np.ndarray | list[bytes]:
-    """The values of one scanned Feature, by its kind."""
-    if feature.kind == wire.BYTES:
-        return wire.bytes_values(data, feature)
-    if feature.kind == wire.FLOAT:
-        return wire.float_values(data, feature)
-    return wire.int64_values(data, feature)
 
 
 def empty_values(kind: int) -> np.ndarray | list[bytes]:
@@ -100,7 +91,7 @@ def columns_from_features(
             kinds[row] = feature.kind
             if feature.kind == kind:
                 try:
-                    values = decode_values(data, feature)
+                    values = wire.decode_values(data, feature)
                 except wire.WireError as exc:
                     exc.index = numbers[row] if numbers is not None else row  # type: ignore[attr-defined]
                     raise

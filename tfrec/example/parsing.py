@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import DecodeError, MissingFeatureError, SchemaError
 from . import wire
-from .columns import Column, columns_from_features, concat_values, decode_values, gather_columns
+from .columns import Column, columns_from_features, concat_values, gather_columns
 from .specs import (
     PARTITIONS,
     FixedLenFeature,
@@ -733,7 +733,7 @@ def _step_columns(
                 raise DecodeError(
                     f"{where}  Data types don't match. Expected type: {_TF_NAME[kind]}", key=name
                 )
-            values = decode_values(data, feature) if feature.kind == kind else []
+            values = wire.decode_values(data, feature) if feature.kind == kind else []
             counts.append(len(values))
             pieces.append(values)
     from .columns import empty_values

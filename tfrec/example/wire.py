@@ -28,6 +28,7 @@ __all__ = [
     "Feature",
     "WireError",
     "bytes_values",
+    "decode_values",
     "float_values",
     "int64_values",
     "scan_example",
@@ -234,6 +235,15 @@ def int64_values(data: bytes, feature: Feature) -> np.ndarray:
         return np.empty(0, np.int64)
     values = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
     return values.view(np.int64)
+
+
+def decode_values(data: bytes, feature: Feature) -> np.ndarray | list[bytes]:
+    """The values of a Feature of any kind set (int64 or float32 array, or list of bytes)."""
+    if feature.kind == BYTES:
+        return bytes_values(data, feature)
+    if feature.kind == FLOAT:
+        return float_values(data, feature)
+    return int64_values(data, feature)
 
 
 def decode_varints(data: bytes, start: int, end: int) -> np.ndarray:
