@@ -29,20 +29,18 @@ records of the first batch parse back to the same values. Ratios are speedups ov
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _common import BATCH, batches, import_tf, versions
 
 import tfrec
 from tfrec.features import ClassLabel, FeaturesDict, Tensor, Text
 
 RECORDS = 100_000
-BATCH = 1024
 SEED = 20240607  # bench_parse.py's seed: workload a's values
 IMAGE_BYTES = 3 * 1024
 
@@ -106,11 +104,6 @@ def best_time(run: Callable[[], int], expected: int, repeat: int) -> float:
     return min(times[1:])
 
 
-def batches(records: Sequence[bytes]) -> Iterator[Sequence[bytes]]:
-    for start in range(0, len(records), BATCH):
-        yield records[start : start + BATCH]
-
-
 # -- implementations: each returns the number of records it handled -------------------------------
 
 
@@ -143,13 +136,6 @@ def tf_serialize(tf: Any, values: list[dict[str, Any]]) -> list[bytes]:
         }
         out.append(train.Example(features=train.Features(feature=feature)).SerializeToString())
     return out
-
-
-def import_tf() -> Any:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tensorflow as tf  # type: ignore[import-untyped]
-
-    return tf
 
 
 # -- checks ---------------------------------------------------------------------------------------
@@ -235,10 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         tf_version = tf.__version__
     except ImportError:
         tf, tf_version = None, "skipped: not installed"
-    print(
-        f"python {platform.python_version()}, numpy {np.__version__}, tfrec {tfrec.__version__}, "
-        f"TensorFlow {tf_version}, {os.cpu_count()} CPUs"
-    )
+    print(versions(tf_version))
     if tf is None:
         print(f"{TF_PROTO}: skipped: not installed")
     print(f"best of {args.repeat} after a warm-up" + (", --quick (10x fewer records)" if args.quick else ""))

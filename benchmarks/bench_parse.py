@@ -42,20 +42,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+from _common import BATCH, batches, import_tf, scratch_parent, versions
 
 import tfrec
 from tfrec.proto import example_pb2
 
-BATCH = 1024
 SEED = 20240607
 IMAGE_BYTES = 3 * 1024
 
@@ -170,11 +169,6 @@ def best_time(run: Callable[[], int], expected: int, repeat: int) -> Timing:
     return best
 
 
-def batches(records: Sequence[bytes]) -> Iterator[Sequence[bytes]]:
-    for start in range(0, len(records), BATCH):
-        yield records[start : start + BATCH]
-
-
 # -- implementations: each returns the number of records it parsed ---------------------------------
 
 
@@ -227,13 +221,6 @@ def proto_first_batch(records: Sequence[bytes], fields: Sequence[Field]) -> dict
             values = getattr(feature[f.key], lists[f.kind]).value if f.key in feature else [f.default]
             out[f.key].extend(values)
     return out
-
-
-def import_tf() -> Any:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tensorflow as tf  # type: ignore[import-untyped]
-
-    return tf
 
 
 def tf_dataset(tf: Any, source: Any, spec: dict[str, Any]) -> Any:
@@ -456,16 +443,13 @@ def main(argv: list[str] | None = None) -> int:
         tf_version = tf.__version__
     except ImportError:
         tf, tf_version = None, "skipped: not installed"
-    print(
-        f"python {platform.python_version()}, numpy {np.__version__}, tfrec {tfrec.__version__}, "
-        f"TensorFlow {tf_version}, {os.cpu_count()} CPUs, load average {load_average()}"
-    )
+    print(f"{versions(tf_version)}, load average {load_average()}")
     if tf is None:
         print(f"{TF_LABEL}, {TF_EAGER_LABEL}: skipped: not installed")
     print(f"best of {args.repeat} after a warm-up" + (", --quick (10x fewer records)" if args.quick else ""))
     ok = True
     results = {}
-    parent = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    parent = scratch_parent()
     with tempfile.TemporaryDirectory(prefix="bench_parse_", dir=parent) as directory:
         for name in args.workloads:
             results[name], passed = bench_workload(name, directory, tf, args)

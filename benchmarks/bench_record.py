@@ -26,7 +26,6 @@ import argparse
 import filecmp
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _common import import_tf, scratch_parent, versions
 
 import tfrec
 from tfrec.record import crc_backend
@@ -99,13 +99,6 @@ def tfrec_read(path: str, verify: bool = True) -> int:
     for _ in tfrec.read_records(path, verify_checksums=verify):
         n += 1
     return n
-
-
-def import_tf() -> Any:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tensorflow as tf  # type: ignore[import-untyped]
-
-    return tf
 
 
 def tf_write(tf: Any, path: str, records: list[bytes]) -> int:
@@ -314,15 +307,12 @@ def main(argv: list[str] | None = None) -> int:
         tf_version = tf.__version__
     except ImportError:
         tf, tf_version = None, "skipped: not installed"
-    print(
-        f"python {platform.python_version()}, numpy {np.__version__}, tfrec {tfrec.__version__} "
-        f"(CRC backend {crc_backend()}), TensorFlow {tf_version}, {os.cpu_count()} CPUs"
-    )
+    print(versions(tf_version, f"CRC backend {crc_backend()}"))
     if tf is None:
         print(f"{TF_LABEL}: skipped: not installed")
     print(f"best of {args.repeat} after a warm-up" + (", --quick (10x fewer records)" if args.quick else ""))
     ok = True
-    parent = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    parent = scratch_parent()
     with tempfile.TemporaryDirectory(prefix="bench_record_", dir=parent) as directory:
         print(f"files in {directory}", flush=True)
         for name in args.workloads:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from .base import FeatureConnector, TensorInfo
 from .features_dict import FeaturesDict
 from .image import Image
+from .infer import describe_features, infer_features
 from .sequence import Sequence
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
@@ -33,4 +34,6 @@ __all__ = [
     "Tensor",
     "TensorInfo",
     "Text",
+    "describe_features",
+    "infer_features",
 ]

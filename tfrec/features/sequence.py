@@ -113,7 +113,7 @@ class Sequence(FeatureConnector):
             values = [e[key] for e in encoded]
             if info.dtype.kind == "O" and not info.shape:
                 array = np.empty(len(values), object)
-                array[:] = values
+                array[:] = [v[()] if isinstance(v, np.ndarray) else v for v in values]  # 0-d strings
                 out[key] = array
             else:
                 out[key] = np.stack(values) if values else np.empty((0, *info.shape), info.dtype)

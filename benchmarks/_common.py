@@ -1,0 +1,46 @@
+"""Helpers shared by the benchmark scripts (run them as ``python benchmarks/bench_*.py``)."""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+import tfrec
+
+BATCH = 1024  # records per parse batch, as TF users batch tf.data
+
+
+def import_tf() -> Any:
+    """TensorFlow, quietly; ImportError when it is not installed."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf  # type: ignore[import-untyped]
+
+    return tf
+
+
+def batches(records: Sequence[bytes], size: int = BATCH) -> Iterator[Sequence[bytes]]:
+    for start in range(0, len(records), size):
+        yield records[start : start + size]
+
+
+def versions(tf_version: str, *extra: str) -> str:
+    """The line that says what was measured with."""
+    return ", ".join(
+        [
+            f"python {platform.python_version()}",
+            f"numpy {np.__version__}",
+            f"tfrec {tfrec.__version__}",
+            *extra,
+            f"TensorFlow {tf_version}",
+            f"{os.cpu_count()} CPUs",
+        ]
+    )
+
+
+def scratch_parent() -> str | None:
+    """Where temporary files go: tmpfs when there is one (disk speed would hide CPU costs)."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") else None

@@ -1,0 +1,305 @@
+"""Propose a FeaturesDict for existing tf.train.Example records (features layer).
+
+:func:`infer_features` reads a sample of records, decodes each without a schema
+(:func:`tfrec.decode_example`) and proposes, per key, the connector that reads
+what it saw: scalars, fixed or variable-length tensors, text, PNG/JPEG images,
+nested dicts (``a/b`` keys) and ragged sequences (tfds' ``ragged_*`` keys).
+Each proposed connector's ``doc`` says what was seen. :func:`describe_features`
+prints any FeaturesDict as Python source, to copy into a dataset's code; its
+JSON form is ``features.to_json()``.
+
+Example:
+    >>> features = infer_features("train.tfrecord")
+    >>> print(describe_features(features))
+    FeaturesDict({
+        "label": Tensor(shape=(), dtype=np.int64, doc="inferred from 1000 records: 1 value each"),
+    })
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import DecodeError, SchemaError
+from ..example import decode_example
+from ..record import read_records
+from .base import FeatureConnector, dtype_name
+from .features_dict import FeaturesDict
+from .image import Image
+from .sequence import FLAT_VALUES, ROW_LENGTHS, Sequence
+from .tensor import Encoding, Scalar, Tensor
+from .text import ClassLabel, Text
+
+__all__ = ["describe_features", "infer_features"]
+
+_PNG = b"\x89PNG\r\n\x1a\n"
+_JPEG = b"\xff\xd8\xff"
+_DTYPES = {
+    "int64_list": np.dtype(np.int64),
+    "float_list": np.dtype(np.float32),
+    "bytes_list": np.dtype(object),
+}
+
+
+@dataclass
+class _Seen:
+    """What the sample held under one key."""
+
+    kinds: set[str] = field(default_factory=set)
+    counts: set[int] = field(default_factory=set)
+    present: int = 0
+    formats: set[str] = field(default_factory=set)  # of single bytes values: text, binary, png, jpeg
+    pixels: set[tuple[int, str]] = field(default_factory=set)  # (channels, dtype) of single images
+
+
+def infer_features(
+    source: str | os.PathLike[str] | Iterable[bytes],
+    *,
+    sample: int | None = 1000,
+    compression: str | None = "auto",
+) -> FeaturesDict:
+    """Propose a FeaturesDict that reads the tf.train.Example records of ``source``.
+
+    Per key: int64/float values give ``Tensor(shape=())`` when every record has
+    one value, ``(n,)`` when always ``n``, ``(None,)`` when counts vary or the
+    key is missing in some records; single UTF-8 bytes values give ``Text()``,
+    single PNG/JPEG values ``Image``, other bytes ``Tensor(dtype=str)``. Keys
+    with ``/`` become nested dicts; ``k/ragged_flat_values`` +
+    ``k/ragged_row_lengths_0`` become ``Sequence(Sequence(...))`` under ``k``.
+    A key that never holds a kind (only empty Features) is left out: its dtype
+    is unknown. The proposal is a starting point: check it (ClassLabels,
+    ``encoding="bytes"`` tensors and fixed image sizes are not guessed).
+
+    Args:
+        source: a TFRecord path (CRCs are verified), or an iterable of serialized Examples.
+        sample: how many records to read from the start (``None``: all).
+        compression: the file's compression, as for :func:`tfrec.read_records`.
+
+    Raises:
+        DecodeError: a record is not a tf.train.Example (names the record number).
+        SchemaError: a key holds different kinds of lists in different records.
+
+    Example:
+        >>> records = [tfrec.encode_example({"id": 1, "tags": [b"a", b"b"]})]
+        >>> infer_features(records)["id"]
+        Tensor(shape=(), dtype=int64)
+    """
+    if sample is not None and sample < 1:
+        raise ValueError(f"sample must be >= 1 or None, not {sample}")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        raise TypeError("source must be a path or an iterable of serialized Examples, not bytes")
+    if isinstance(source, (str, os.PathLike)):
+        with read_records(source, compression) as reader:
+            seen, total = _scan(itertools.islice(reader, sample), os.fspath(source))
+    else:
+        seen, total = _scan(itertools.islice(source, sample), "<records>")
+    return _nest(_propose(seen, total))
+
+
+def _scan(records: Iterable[bytes], where: str) -> tuple[dict[str, _Seen], int]:
+    """Per key statistics of ``records``, and how many were read."""
+    seen: dict[str, _Seen] = {}
+    total = 0
+    for index, record in enumerate(records):
+        try:
+            decoded = decode_example(record)
+        except DecodeError as exc:
+            raise DecodeError(f"{where}, record {index}: {exc}") from None
+        total += 1
+        for key, values in decoded.items():
+            stats = seen.setdefault(key, _Seen())
+            if values is None:
+                continue  # a Feature with no kind: parse specs treat it as missing
+            kind = "bytes_list" if isinstance(values, list) else f"{_kind_name(values)}_list"
+            stats.kinds.add(kind)
+            if len(stats.kinds) > 1:
+                raise SchemaError(
+                    f"key {key!r} holds different kinds in different records: {sorted(stats.kinds)} "
+                    f"(record {index} of {where})"
+                )
+            stats.present += 1
+            stats.counts.add(len(values))
+            if kind == "bytes_list" and len(values) == 1:
+                _look_at_bytes(values[0], stats)
+    return seen, total
+
+
+def _kind_name(values: np.ndarray) -> str:
+    return "float" if values.dtype.kind == "f" else "int64"
+
+
+def _look_at_bytes(value: bytes, stats: _Seen) -> None:
+    if value.startswith(_PNG) or value.startswith(_JPEG):
+        stats.formats.add("png" if value.startswith(_PNG) else "jpeg")
+        stats.pixels.add(_pixels(value))
+        return
+    try:
+        value.decode("utf-8")
+        stats.formats.add("text")
+    except UnicodeDecodeError:
+        stats.formats.add("binary")
+
+
+def _pixels(data: bytes) -> tuple[int, str]:
+    """(channels, dtype) from the image header; (3, uint8) without Pillow or for an unreadable header."""
+    try:
+        from PIL import Image as PILImage
+    except ImportError:
+        return 3, "uint8"
+    try:
+        with PILImage.open(io.BytesIO(data)) as image:  # reads the header only
+            mode = image.mode
+    except (OSError, ValueError):
+        return 3, "uint8"
+    if mode.startswith("I"):  # 16-bit grey PNG
+        return 1, "uint16"
+    return {"1": 1, "L": 1, "LA": 4, "RGBA": 4, "PA": 4}.get(mode, 3), "uint8"
+
+
+def _propose(seen: dict[str, _Seen], total: int) -> dict[str, FeatureConnector]:
+    """Flat key -> proposed connector, ragged pairs merged under their parent key."""
+    flat: dict[str, FeatureConnector] = {}
+    for key, stats in sorted(seen.items()):  # sorted: writers' key order is arbitrary (tfds: random)
+        if not stats.kinds:
+            continue  # never held a kind: no dtype to propose
+        parent, _, leaf = key.rpartition("/")
+        if parent and leaf in (FLAT_VALUES, ROW_LENGTHS):
+            ragged = _ragged(seen, parent, total)
+            if ragged is not None:
+                flat.setdefault(parent, ragged)
+                continue
+        flat[key] = _connector(stats, total)
+    return flat
+
+
+def _ragged(seen: dict[str, _Seen], parent: str, total: int) -> FeatureConnector | None:
+    values, lengths = seen.get(f"{parent}/{FLAT_VALUES}"), seen.get(f"{parent}/{ROW_LENGTHS}")
+    if values is None or lengths is None or lengths.kinds != {"int64_list"} or len(values.kinds) != 1:
+        return None
+    kind = next(iter(values.kinds))
+    doc = f"inferred from {total} records: ragged rows of {kind} values" + _missing(values, total)
+    return Sequence(Sequence(Tensor(shape=(), dtype=_DTYPES[kind])), doc=doc)
+
+
+def _connector(stats: _Seen, total: int) -> FeatureConnector:
+    kind = next(iter(stats.kinds))
+    everywhere = stats.present == total
+    count = next(iter(stats.counts)) if len(stats.counts) == 1 and everywhere else None
+    if count is None:
+        low, high = min(stats.counts), max(stats.counts)
+        what = f"{low} to {high} values" if low != high else f"{low} value{'s' * (low != 1)} each"
+    else:
+        what = f"{count} value{'s' * (count != 1)} each"
+    doc = f"inferred from {total} records: {what}{_missing(stats, total)}"
+    if count == 1 and stats.formats == {"text"}:
+        return Text(doc=doc)
+    if count == 1 and stats.formats and stats.formats <= {"png", "jpeg"}:
+        fmt = next(iter(stats.formats)) if len(stats.formats) == 1 else None
+        channels, dtype = next(iter(stats.pixels)) if len(stats.pixels) == 1 else (3, "uint8")
+        if dtype == "uint16" and fmt != "png":
+            channels, dtype = 3, "uint8"  # uint16 images are one-channel PNG only
+        doc += f", {fmt or 'PNG/JPEG'} images"
+        return Image(shape=(None, None, channels), encoding_format=fmt, dtype=dtype, doc=doc)
+    shape = () if count == 1 else (count,)
+    return Tensor(shape=shape, dtype=_DTYPES[kind], doc=doc)
+
+
+def _missing(stats: _Seen, total: int) -> str:
+    absent = total - stats.present
+    return f", missing in {absent} record{'s' * (absent != 1)}" if absent else ""
+
+
+def _nest(flat: dict[str, FeatureConnector]) -> FeaturesDict:
+    """``a/b`` keys as nested dicts."""
+    root: dict[str, Any] = {}
+    for key, connector in flat.items():
+        *parents, name = key.split("/")
+        node = root
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise SchemaError(f"key {key!r} nests under {part!r}, which also holds values itself")
+            node = child
+        if name in node:
+            raise SchemaError(f"key {key!r} holds values and also has keys nested under it")
+        node[name] = connector
+    return FeaturesDict(root)
+
+
+def describe_features(features: FeatureConnector) -> str:
+    """Python source that rebuilds ``features``, given ``import numpy as np`` and
+    ``from tfrec.features import *``.
+
+    Example:
+        >>> print(describe_features(FeaturesDict({"id": np.int64, "title": Text()})))
+        FeaturesDict({
+            "id": Tensor(shape=(), dtype=np.int64),
+            "title": Text(),
+        })
+    """
+    return _source(features, 0)
+
+
+def _source(feature: FeatureConnector, depth: int) -> str:
+    extra = _doc_args(feature)
+    if isinstance(feature, FeaturesDict):
+        pad = "    " * (depth + 1)
+        items = "".join(f"{pad}{_quote(k)}: {_source(v, depth + 1)},\n" for k, v in feature.features.items())
+        body = f"{{\n{items}{'    ' * depth}}}" if items else "{}"
+        return f"FeaturesDict({body}{extra})" if depth == 0 or extra else body
+    if isinstance(feature, Tensor) and (feature.minimum is not None or feature.maximum is not None):
+        return _from_json(feature)  # tfds' value bounds have no constructor argument
+    if isinstance(feature, Scalar):
+        return f"Scalar({_dtype(feature.dtype)}{extra})"
+    if isinstance(feature, Tensor):
+        encoding = f", encoding={feature.encoding.value!r}" if feature.encoding is not Encoding.NONE else ""
+        return f"Tensor(shape={feature.shape!r}, dtype={_dtype(feature.dtype)}{encoding}{extra})"
+    if isinstance(feature, Text):
+        return f"Text({extra[2:]})"
+    if isinstance(feature, ClassLabel):
+        names = feature._names
+        spec = (
+            f"names={json.dumps(names, ensure_ascii=False)}"
+            if names
+            else f"num_classes={feature.num_classes}"
+        )
+        return f"ClassLabel({spec}{extra})"
+    if isinstance(feature, Image):
+        fmt = f", encoding_format={_quote(feature.encoding_format)}" if feature.encoding_format else ""
+        dtype = f", dtype={_dtype(feature.dtype)}" if feature.dtype != np.uint8 else ""
+        return f"Image(shape={feature.shape!r}{fmt}{dtype}{extra})"
+    if isinstance(feature, Sequence):
+        length = f", length={feature.length}" if feature.length is not None else ""
+        return f"Sequence({_source(feature.feature, depth)}{length}{extra})"
+    return _from_json(feature)
+
+
+def _from_json(feature: FeatureConnector) -> str:
+    """Any other connector, through its features.json form."""
+    return f"FeatureConnector.from_json({json.dumps(feature.to_json())!r})"
+
+
+def _doc_args(feature: FeatureConnector) -> str:
+    out = f", doc={_quote(feature.doc)}" if feature.doc else ""
+    return out + (f", value_range={_quote(feature.value_range)}" if feature.value_range else "")
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)  # a JSON string is a valid Python literal
+
+
+def _dtype(dtype: np.dtype) -> str:
+    if dtype.kind == "O":
+        return "str"
+    if dtype.kind == "b":
+        return "np.bool_"
+    name = dtype_name(dtype)
+    return f"np.{name}" if hasattr(np, name) else repr(name)
