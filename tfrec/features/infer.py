@@ -261,6 +261,10 @@ def _source(feature: FeatureConnector, depth: int) -> str:
         return f"Scalar({_dtype(feature.dtype)}{extra})"
     if isinstance(feature, Tensor):
         encoding = f", encoding={feature.encoding.value!r}" if feature.encoding is not Encoding.NONE else ""
+        if feature.channel_names is not None:
+            encoding += (
+                f", channel_names={list(feature.channel_names)!r}, data_format={feature.data_format!r}"
+            )
         return f"Tensor(shape={feature.shape!r}, dtype={_dtype(feature.dtype)}{encoding}{extra})"
     if isinstance(feature, Text):
         return f"Text({extra[2:]})"

@@ -16,12 +16,14 @@ Example:
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
 import numpy as np
 
 from ..errors import DecodeError, EncodeError, SchemaError
+from ..example import RaggedArray
 from .base import (
     _TFDS,
     FeatureConnector,
@@ -125,11 +127,18 @@ class Tensor(FeatureConnector):
         dtype: bool, an int or float dtype, or ``str`` / ``"string"`` for bytes.
         encoding: ``"none"`` (a list of values), ``"bytes"`` or ``"zlib"`` (raw
             little-endian bytes, for any dtype including float64).
+        channel_names: store a rank-2 tensor one channel per key (``key/name``),
+            recomposed on read; the channel dimension must have that many entries.
+        data_format: ``"channels_last"`` (the default: shape ``(n, channels)``)
+            or ``"channels_first"`` (``(channels, n)``).
         doc: a description, saved in features.json.
 
     Example:
         >>> Tensor(shape=(2,), dtype=np.int64).encode_flat([1, 2], "x")
         {'': array([1, 2])}
+        >>> xyz = Tensor(shape=(None, 3), dtype=np.float32, channel_names=["x", "y", "z"])
+        >>> sorted(xyz.flat_infos())
+        ['x', 'y', 'z']
     """
 
     _tfds_name = _TFDS + "tensor_feature.Tensor"
@@ -141,6 +150,8 @@ class Tensor(FeatureConnector):
         shape: Any,
         dtype: Any,
         encoding: Encoding | str = Encoding.NONE,
+        channel_names: Sequence[str] | None = None,
+        data_format: str = "channels_last",
         doc: str | None = None,
         value_range: str | None = None,
     ) -> None:
@@ -156,15 +167,47 @@ class Tensor(FeatureConnector):
             )
         if self.encoding is not Encoding.NONE and self.dtype.kind == "O":
             raise SchemaError("encoding='bytes'/'zlib' is for numeric tensors, not strings")
+        self.channel_names = tuple(channel_names) if channel_names is not None else None
+        self.data_format = data_format
+        self._check_channels()
         self.doc, self.value_range = doc, value_range
         self.minimum: Any = None  # tfds' documented value bounds (not enforced)
         self.maximum: Any = None
 
+    def _check_channels(self) -> None:
+        if self.data_format not in ("channels_last", "channels_first"):
+            raise SchemaError(
+                f"data_format must be 'channels_last' or 'channels_first', not {self.data_format!r}"
+            )
+        names = self.channel_names
+        if names is None:
+            return
+        if (
+            len(self.shape) != 2
+            or self.shape[self._channel_axis] != len(names)
+            or self.encoding is not Encoding.NONE
+        ):
+            raise SchemaError(
+                f"channel_names need a rank-2 tensor stored as lists, with {len(names)} entries in its "
+                f"channel dimension ({self.data_format}); got shape {self.shape}"
+            )
+        if len(set(names)) != len(names) or not all(names) or any("/" in n for n in names):
+            raise SchemaError(f"channel_names must be distinct non-empty names without '/': {names}")
+
+    @property
+    def _channel_axis(self) -> int:
+        return 1 if self.data_format == "channels_last" else 0
+
     def __repr__(self) -> str:
         extra = f", encoding={self.encoding.value!r}" if self.encoding is not Encoding.NONE else ""
+        if self.channel_names is not None:
+            extra += f", channel_names={list(self.channel_names)!r}, data_format={self.data_format!r}"
         return f"{type(self).__name__}(shape={self.shape}, dtype={dtype_name(self.dtype)}{extra})"
 
     def flat_infos(self) -> dict[str, TensorInfo]:
+        if self.channel_names is not None:  # one list per channel, of the other dimension
+            other = self.shape[1 - self._channel_axis]
+            return {name: TensorInfo((other,), self.dtype) for name in self.channel_names}
         if self.encoding is Encoding.NONE:
             return {"": TensorInfo(self.shape, self.dtype)}
         if not self._stores_shape:
@@ -181,6 +224,9 @@ class Tensor(FeatureConnector):
 
     def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
         array = to_array(value, self.dtype, self.shape, path, repr(self), self.encoding is Encoding.NONE)
+        if self.channel_names is not None:
+            channels = np.moveaxis(array, self._channel_axis, 0)
+            return {name: np.ascontiguousarray(channels[i]) for i, name in enumerate(self.channel_names)}
         if self.encoding is Encoding.NONE:
             return {"": array}
         payload = np.ascontiguousarray(array, self.dtype.newbyteorder("<")).tobytes()
@@ -191,6 +237,8 @@ class Tensor(FeatureConnector):
         return {"shape": np.array(array.shape, np.int64), "value": payload}
 
     def decode_flat(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
+        if self.channel_names is not None:
+            return self._recompose([flat[name] for name in self.channel_names], batched)
         if self.encoding is Encoding.NONE:
             return flat[""]  # already in the declared dtype (FeaturesDict casts parsed values)
         payloads = flat["value"] if self._stores_shape else flat[""]
@@ -206,6 +254,21 @@ class Tensor(FeatureConnector):
         out[:] = arrays
         return out
 
+    def _recompose(self, channels: list[Any], batched: bool) -> Any:
+        """Stack the channels back along their axis (after the batch dimension, if any)."""
+        axis = self._channel_axis + (1 if batched else 0)
+        if not isinstance(channels[0], RaggedArray):
+            return np.stack(channels, axis=axis)
+        # Rows of different lengths: channels last keeps a RaggedArray of (n, channels) rows.
+        splits = channels[0].row_splits
+        if self.data_format == "channels_last":
+            return RaggedArray(np.stack([c.values for c in channels], axis=-1), splits)
+        bounds = zip(splits[:-1].tolist(), splits[1:].tolist(), strict=True)
+        rows = [np.stack([c.values[a:b] for c in channels]) for a, b in bounds]
+        out = np.empty(len(rows), object)
+        out[:] = rows
+        return out
+
     def _from_bytes(self, payload: bytes, shape: Any, path: str) -> np.ndarray:
         try:
             raw = zlib.decompress(payload) if self.encoding is Encoding.ZLIB else payload
@@ -217,11 +280,14 @@ class Tensor(FeatureConnector):
             raise DecodeError(f"{path} ({self!r}): the stored bytes do not decode: {exc}", key=path) from None
 
     def _json_content(self) -> dict[str, Any]:
-        content = {
+        content: dict[str, Any] = {
             "dtype": dtype_name(self.dtype),
             "encoding": self.encoding.value,
             "shape": shape_json(self.shape),
         }
+        if self.channel_names is not None:  # tfrec's own fields: tfds has no per-channel storage
+            content["channelNames"] = list(self.channel_names)
+            content["dataFormat"] = self.data_format
         # tfds' value bounds are documentation only: kept so that features.json round-trips.
         for name, bound in (("minimum", self.minimum), ("maximum", self.maximum)):
             if bound is not None:
@@ -235,6 +301,8 @@ class Tensor(FeatureConnector):
             shape=json_shape(content.get("shape", {})),
             dtype=content["dtype"],
             encoding=content.get("encoding") or "none",
+            channel_names=content.get("channelNames"),
+            data_format=content.get("dataFormat", "channels_last"),
         )
         tensor.minimum, tensor.maximum = content.get("minimum"), content.get("maximum")
         return tensor
