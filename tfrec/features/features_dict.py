@@ -36,6 +36,7 @@ from ..example import (
     parse_single_example,
     wire,
 )
+from . import sequence_storage
 from .base import _TFDS, FeatureConnector, TensorInfo
 from .tensor import Tensor, cast_stored
 from .text import ClassLabel
@@ -194,12 +195,17 @@ class FeaturesDict(FeatureConnector):
                 )
         return spec
 
-    def serialize_example(self, example: Mapping[str, Any]) -> bytes:
+    def serialize_example(self, example: Mapping[str, Any], *, sequence_example: bool = False) -> bytes:
         """A nested dict of values -> the bytes of one tf.train.Example.
+
+        With ``sequence_example=True``, a tf.train.SequenceExample instead: the
+        top-level Sequence features become feature lists, the rest the context.
 
         Raises:
             EncodeError: a value does not fit its feature; names the key path.
         """
+        if sequence_example:
+            return sequence_storage.serialize(self, example)
         flat = self.encode_flat(example, "")
         # Every value was checked against its feature: hand the stored kinds straight to the codec.
         return encode_typed_example(
@@ -213,14 +219,25 @@ class FeaturesDict(FeatureConnector):
         infos = self.flat_infos().items()
         return [(key, key.encode(), kinds.get(info.dtype.kind, wire.INT64)) for key, info in infos]
 
-    def deserialize_example(self, data: bytes) -> dict[str, Any]:
-        """The bytes of one Example -> the nested dict of values."""
-        parsed = parse_single_example(data, self.parse_spec())
+    def deserialize_example(self, data: bytes, *, sequence_example: bool = False) -> dict[str, Any]:
+        """The bytes of one Example (or SequenceExample) -> the nested dict of values."""
+        if sequence_example:
+            parsed = sequence_storage.deserialize(self, data, batched=False)
+        else:
+            parsed = parse_single_example(data, self.parse_spec())
         return self.decode_flat(self._reshaped(parsed, False), "", False)
 
-    def deserialize_batch(self, records: Sequence[bytes]) -> dict[str, Any]:
-        """Many Example bytes -> one nested dict of batched arrays (RaggedArray where lengths differ)."""
-        parsed = parse_example(list(records), self.parse_spec(batched=True))
+    def deserialize_batch(
+        self, records: Sequence[bytes], *, sequence_example: bool = False
+    ) -> dict[str, Any]:
+        """Many Example (or SequenceExample) bytes -> one nested dict of batched arrays.
+
+        Rows of different lengths come back as a RaggedArray, equal ones as a dense array.
+        """
+        if sequence_example:
+            parsed = sequence_storage.deserialize(self, list(records), batched=True)
+        else:
+            parsed = parse_example(list(records), self.parse_spec(batched=True))
         return self.decode_flat(self._reshaped(parsed, True), "", True)
 
     def _reshaped(self, parsed: dict[str, Any], batched: bool) -> dict[str, Any]:
