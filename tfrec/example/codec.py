@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -41,6 +42,8 @@ def _varint(value: int) -> bytes:
     """Encode a non-negative int < 2**64 as a varint."""
     if value < _CACHED_VARINTS:
         return _SMALL_VARINTS[value]
+    if value < 1 << 21:  # three bytes: common for ids and token numbers
+        return bytes((value & 0x7F | 0x80, (value >> 7) & 0x7F | 0x80, value >> 14))
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -219,7 +222,12 @@ def _encode_features(mapping: Mapping[str, Any], allow_downcast: bool) -> bytes:
 
 def _map_entry(key: bytes, value: bytes) -> bytes:
     """A map entry (field 1 of its map): key in field 1, value message in field 2."""
-    return _length_delimited(0x0A, _length_delimited(0x0A, key) + _length_delimited(0x12, value))
+    return _length_delimited(0x0A, _key_field(key) + _length_delimited(0x12, value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_field(key: bytes) -> bytes:
+    return _length_delimited(0x0A, key)  # the same few keys recur in every record
 
 
 def encode_typed_example(entries: Iterable[tuple[bytes, int, Any]]) -> bytes:
