@@ -139,7 +139,10 @@ class RecordWriter:
         count = 0
         batch_size = _FIRST_BATCH
         iterator = iter(records)
-        while batch := [r if type(r) is bytes else bytes(r) for r in itertools.islice(iterator, batch_size)]:
+        while given := list(itertools.islice(iterator, batch_size)):
+            batch: list[bytes] = given  # type: ignore[assignment]  # checked on the next line
+            if set(map(type, given)) != {bytes}:  # bytearray, memoryview...: copied once into bytes
+                batch = [bytes(record) for record in given]
             size = len(batch)
             lengths = list(map(len, batch))
             crcs = mask_array(np.fromiter(map(self._crc, batch), np.uint32, size))
