@@ -211,13 +211,46 @@ def _encode_key(key: Any) -> bytes:
         raise EncodeError(f"key {key!r} is not valid UTF-8 ({exc.reason})", key=key) from None
 
 
+_KIND_TAGS = {wire.BYTES: b"\x0a", wire.FLOAT: b"\x12", wire.INT64: b"\x1a"}
+
+
+def _append_entry(parts: list[bytes], key: bytes, kind: int, values: Any) -> int:
+    """Append the pieces of one ``Features`` map entry (key -> Feature) to ``parts``; return their size.
+
+    Lengths are computed, not measured on nested copies: each value is copied
+    once, by the final join.
+    """
+    pieces: list[bytes] = []
+    size = 0
+    if kind == wire.BYTES:
+        for value in values:
+            header = b"\x0a" + _varint(len(value))
+            pieces += (header, value)
+            size += len(header) + len(value)
+    elif kind != wire.NONE:
+        data = values.astype("<f4").tobytes() if kind == wire.FLOAT else _encode_varints(values)
+        if data:
+            header = b"\x0a" + _varint(len(data))
+            pieces += (header, data)
+            size = len(header) + len(data)
+    if kind != wire.NONE:  # the Feature: its kind's field around the list
+        header = _KIND_TAGS[kind] + _varint(size)
+        pieces.insert(0, header)
+        size += len(header)
+    key_field = _key_field(key)
+    value_header = b"\x12" + _varint(size)
+    entry_size = len(key_field) + len(value_header) + size
+    entry_header = b"\x0a" + _varint(entry_size)
+    parts += (entry_header, key_field, value_header)
+    parts += pieces
+    return len(entry_header) + entry_size
+
+
 def _encode_features(mapping: Mapping[str, Any], allow_downcast: bool) -> bytes:
-    entries = []
+    parts: list[bytes] = []
     for key, value in mapping.items():
-        raw_key = _encode_key(key)
-        feature = _encode_feature(*_kind_of(key, value, allow_downcast))
-        entries.append(_map_entry(raw_key, feature))
-    return b"".join(entries)
+        _append_entry(parts, _encode_key(key), *_kind_of(key, value, allow_downcast))
+    return b"".join(parts)
 
 
 def _map_entry(key: bytes, value: bytes) -> bytes:
@@ -237,8 +270,10 @@ def encode_typed_example(entries: Iterable[tuple[bytes, int, Any]]) -> bytes:
     fast path for callers that validated their values (the features layer):
     nothing is classified or checked again.
     """
-    body = b"".join(_map_entry(key, _encode_feature(kind, values)) for key, kind, values in entries)
-    return _length_delimited(0x0A, body)
+    parts = [b""]  # room for the Example's own header, known at the end
+    size = sum(_append_entry(parts, key, kind, values) for key, kind, values in entries)
+    parts[0] = b"\x0a" + _varint(size)
+    return b"".join(parts)
 
 
 def encode_example(mapping: Mapping[str, Value], *, allow_downcast: bool = False) -> bytes:
