@@ -137,19 +137,22 @@ class FeaturesDict(FeatureConnector):
             raise EncodeError(
                 f"{path or '<root>'} (FeaturesDict): expected a dict, found {type(value).__name__}", key=path
             )
-        missing = [name for name in self.features if name not in value]
-        extra = [name for name in value if name not in self.features]
-        if missing or extra:
+        if len(value) != len(self.features) or any(name not in value for name in self.features):
+            missing = [name for name in self.features if name not in value]
+            extra = [name for name in value if name not in self.features]
             raise EncodeError(
                 f"{path or '<root>'} (FeaturesDict): keys differ from the schema; "
                 f"missing {missing or 'none'}, unexpected {extra or 'none'}",
                 key=path,
             )
         out = {}
+        prefix = path + "/" if path else ""
         for name, feature in self.features.items():
-            child = "/".join(p for p in (path, name) if p)
-            for key, flat in feature.encode_flat(value[name], child).items():
-                out["/".join(p for p in (name, key) if p)] = flat
+            flat = feature.encode_flat(value[name], prefix + name)
+            if len(flat) == 1 and "" in flat:  # a leaf: stored under the child's own name
+                out[name] = flat[""]
+            else:
+                out.update((f"{name}/{key}" if key else name, v) for key, v in flat.items())
         return out
 
     def decode_flat(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
