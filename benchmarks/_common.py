@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import platform
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -44,3 +48,21 @@ def versions(tf_version: str, *extra: str) -> str:
 def scratch_parent() -> str | None:
     """Where temporary files go: tmpfs when there is one (disk speed would hide CPU costs)."""
     return "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
+def run_peer(
+    script: str,
+    peer: str,
+    workload: str,
+    directory: str,
+    args: argparse.Namespace,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run ``script --peer peer`` in a subprocess (peers that cannot share a process with TensorFlow);
+    return the JSON it prints last, or ``{"skipped": reason}``."""
+    command = [sys.executable, os.path.abspath(script), "--peer", peer, "--dir", directory]
+    command += ["--workloads", workload, "--repeat", str(args.repeat)] + (["--quick"] if args.quick else [])
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode:
+        return {"skipped": f"subprocess failed: {done.stderr.strip().splitlines()[-1:]}"}
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))

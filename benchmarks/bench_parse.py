@@ -42,13 +42,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import _common
 import numpy as np
 from _common import BATCH, batches, import_tf, scratch_parent, versions
 
@@ -309,12 +309,7 @@ def peer_main(args: argparse.Namespace) -> int:
 
 
 def run_peer(name: str, directory: str, args: argparse.Namespace) -> dict[str, Any]:
-    command = [sys.executable, os.path.abspath(__file__), "--peer", "tfrecord", "--dir", directory]
-    command += ["--workloads", name, "--repeat", str(args.repeat)] + (["--quick"] if args.quick else [])
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        return {"skipped": f"subprocess failed: {done.stderr.strip().splitlines()[-1:]}"}
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return _common.run_peer(__file__, "tfrecord", name, directory, args)
 
 
 # -- main run ---------------------------------------------------------------------------------------

@@ -26,13 +26,13 @@ import argparse
 import filecmp
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
+import _common
 import numpy as np
 from _common import import_tf, scratch_parent, versions
 
@@ -171,13 +171,8 @@ def peer_main(args: argparse.Namespace) -> int:
 
 
 def run_peer(peer: str, name: str, directory: str, args: argparse.Namespace) -> dict[str, Any]:
-    command = [sys.executable, os.path.abspath(__file__), "--peer", peer, "--dir", directory]
-    command += ["--workloads", name, "--repeat", str(args.repeat)] + (["--quick"] if args.quick else [])
     env = dict(os.environ, TFREC_CRC_BACKEND="crcmod") if peer == "crcmod" else None
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    if done.returncode:
-        return {"skipped": f"subprocess failed: {done.stderr.strip().splitlines()[-1:]}"}
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return _common.run_peer(__file__, peer, name, directory, args, env)
 
 
 # -- main run ---------------------------------------------------------------------------------------
