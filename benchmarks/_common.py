@@ -26,6 +26,30 @@ def import_tf() -> Any:
     return tf
 
 
+def optional_tf() -> tuple[Any, str]:
+    """TensorFlow and its version, or ``None`` and why it is skipped."""
+    try:
+        tf = import_tf()
+    except ImportError:
+        return None, "skipped: not installed"
+    return tf, tf.__version__
+
+
+def arguments(
+    description: str, workloads: Sequence[str], peers: Sequence[str] = ()
+) -> argparse.ArgumentParser:
+    """The options every benchmark takes (``--peer``/``--dir`` run one peer in a subprocess)."""
+    parser = argparse.ArgumentParser(description=description)
+    if workloads:
+        parser.add_argument("--workloads", nargs="+", choices=list(workloads), default=list(workloads))
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs after the warm-up (best is kept)")
+    parser.add_argument("--quick", action="store_true", help="10x fewer records, for a smoke run")
+    if peers:
+        parser.add_argument("--peer", choices=list(peers), help=argparse.SUPPRESS)
+        parser.add_argument("--dir", help=argparse.SUPPRESS)
+    return parser
+
+
 def batches(records: Sequence[bytes], size: int = BATCH) -> Iterator[Sequence[bytes]]:
     for start in range(0, len(records), size):
         yield records[start : start + size]

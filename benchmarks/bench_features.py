@@ -28,14 +28,14 @@ records of the first batch parse back to the same values. Ratios are speedups ov
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+import _common
 import numpy as np
-from _common import BATCH, batches, import_tf, versions
+from _common import BATCH, batches, versions
 
 import tfrec
 from tfrec.features import ClassLabel, FeaturesDict, Tensor, Text
@@ -211,16 +211,9 @@ def print_targets(rows: dict[str, float]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs after the warm-up (best is kept)")
-    parser.add_argument("--quick", action="store_true", help="10x fewer records, for a smoke run")
-    args = parser.parse_args(argv)
+    args = _common.arguments(__doc__.splitlines()[0], ()).parse_args(argv)
 
-    try:
-        tf = import_tf()
-        tf_version = tf.__version__
-    except ImportError:
-        tf, tf_version = None, "skipped: not installed"
+    tf, tf_version = _common.optional_tf()
     print(versions(tf_version))
     if tf is None:
         print(f"{TF_PROTO}: skipped: not installed")

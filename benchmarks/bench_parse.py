@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 
 import _common
 import numpy as np
-from _common import BATCH, batches, import_tf, scratch_parent, versions
+from _common import BATCH, batches, scratch_parent, versions
 
 import tfrec
 from tfrec.proto import example_pb2
@@ -423,21 +423,11 @@ def print_targets(results: dict[str, dict[str, Timing]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs after the warm-up (best is kept)")
-    parser.add_argument("--quick", action="store_true", help="10x fewer records, for a smoke run")
-    parser.add_argument("--peer", choices=["tfrecord"], help=argparse.SUPPRESS)
-    parser.add_argument("--dir", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = _common.arguments(__doc__.splitlines()[0], list(WORKLOADS), ["tfrecord"]).parse_args(argv)
     if args.peer:
         return peer_main(args)
 
-    try:
-        tf = import_tf()
-        tf_version = tf.__version__
-    except ImportError:
-        tf, tf_version = None, "skipped: not installed"
+    tf, tf_version = _common.optional_tf()
     print(f"{versions(tf_version)}, load average {load_average()}")
     if tf is None:
         print(f"{TF_LABEL}, {TF_EAGER_LABEL}: skipped: not installed")

@@ -34,7 +34,7 @@ from typing import Any
 
 import _common
 import numpy as np
-from _common import import_tf, scratch_parent, versions
+from _common import scratch_parent, versions
 
 import tfrec
 from tfrec.record import crc_backend
@@ -287,21 +287,13 @@ def print_table(name: str, count: int, size: int, rows: dict[str, Times]) -> Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs after the warm-up (best is kept)")
-    parser.add_argument("--quick", action="store_true", help="10x fewer records, for a smoke run")
-    parser.add_argument("--peer", choices=["crcmod", "tfrecord"], help=argparse.SUPPRESS)
-    parser.add_argument("--dir", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = _common.arguments(__doc__.splitlines()[0], list(WORKLOADS), ["crcmod", "tfrecord"]).parse_args(
+        argv
+    )
     if args.peer:
         return peer_main(args)
 
-    try:
-        tf = import_tf()
-        tf_version = tf.__version__
-    except ImportError:
-        tf, tf_version = None, "skipped: not installed"
+    tf, tf_version = _common.optional_tf()
     print(versions(tf_version, f"CRC backend {crc_backend()}"))
     if tf is None:
         print(f"{TF_LABEL}: skipped: not installed")
