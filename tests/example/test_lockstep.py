@@ -321,8 +321,8 @@ def test_records_with_one_layout_are_all_decoded_in_lockstep() -> None:
 @pytest.mark.parametrize(
     ("odd_record", "why"),
     [
-        (ex(a=ints(1), s=strs(b"x")), "missing key"),
         (ex(s=strs(b"x"), a=ints(1), f=floats(1)), "key order"),
+        (ex(a=ints(1), s=strs(b"x"), f=floats(1), g=floats(2)), "extra key"),
         (ex(a=int64_feature(loose_ints([1])), s=strs(b"x"), f=floats(1)), "unpacked"),
         (ex(a=floats(1), s=strs(b"x"), f=floats(1)), "kind"),
         (ex(a=ints(1), s=strs(b"x"), f=floats(1)) + vfield(9, 1), "unknown field"),
@@ -330,7 +330,8 @@ def test_records_with_one_layout_are_all_decoded_in_lockstep() -> None:
     ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_odd_records_are_left_to_the_per_record_decoder(odd_record: bytes, why: str) -> None:
-    records = [ex(a=ints(i), s=strs(b"y"), f=floats(0.5)) for i in range(5)]
+    # Longer than the odd record, so that one of them is the template.
+    records = [ex(a=ints(i), s=strs(b"y" * 16), f=floats(0.5)) for i in range(5)]
     records.insert(3, odd_record)
     wanted = {b"a": wire.INT64, b"s": wire.BYTES, b"f": wire.FLOAT}
     result = lockstep_columns(records, wanted)
@@ -340,6 +341,26 @@ def test_odd_records_are_left_to_the_per_record_decoder(odd_record: bytes, why: 
     want = _per_record(records, list(range(len(records))), wanted)
     for key in wanted:
         assert_same_column(got[key], want[key], key)
+
+
+@pytest.mark.parametrize(
+    "absent",
+    [("a",), ("s",), ("f",), ("a", "f"), ("a", "s", "f")],
+    ids=lambda keys: "-".join(keys),
+)
+def test_records_without_some_keys_stay_in_lockstep(absent: tuple[str, ...]) -> None:
+    # Optional features: a row that lacks keys of the template keeps its place and reads them as missing.
+    full = {"a": ints(7), "s": strs(b"y"), "f": floats(0.5)}
+    records = [ex(**full) for _ in range(5)]
+    records.insert(2, ex(**{k: v for k, v in full.items() if k not in absent}))
+    wanted = {b"a": wire.INT64, b"s": wire.BYTES, b"f": wire.FLOAT}
+    result = lockstep_columns(records, wanted)
+    assert result is not None
+    columns, odd = result
+    assert odd == []
+    for key in wanted:
+        assert columns[key].kinds[2] == (wire.NONE if key.decode() in absent else wanted[key])
+        assert_same_column(columns[key], _per_record(records, list(range(6)), wanted)[key], key)
 
 
 def test_a_small_or_odd_first_record_batch_is_not_decoded_in_lockstep() -> None:

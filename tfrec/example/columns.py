@@ -170,15 +170,22 @@ def _merge(
         counts = np.empty(size, np.int64)
         kinds[is_odd], kinds[~is_odd] = s.kinds, f.kinds
         counts[is_odd], counts[~is_odd] = s.counts, f.counts
-        # Where each value of each part goes: its row's start in the output, plus its place in the row.
-        starts = np.cumsum(counts) - counts
-        total = int(counts.sum())
-        out = np.empty(total, object if kind == wire.BYTES else f.values.dtype)  # type: ignore[union-attr]
-        for part, mask in ((f, ~is_odd), (s, is_odd)):
-            part_counts = counts[mask]
-            within = np.arange(int(part_counts.sum())) - np.repeat(
-                np.cumsum(part_counts) - part_counts, part_counts
-            )
-            out[np.repeat(starts[mask], part_counts) + within] = part.values
+        dtype = object if kind == wire.BYTES else f.values.dtype  # type: ignore[union-attr]
+        width = int(counts[0]) if size else 0
+        if width and (counts == width).all():  # as many values in every row (fixed shapes): whole rows
+            out = np.empty((size, width), dtype)
+            out[~is_odd] = _as_objects(f.values).reshape(-1, width)
+            out[is_odd] = _as_objects(s.values).reshape(-1, width)
+            out = out.reshape(-1)
+        else:
+            # Where each value of each part goes: its row's start in the output, plus its place in the row.
+            starts = np.cumsum(counts) - counts
+            out = np.empty(int(counts.sum()), dtype)
+            for part, mask in ((f, ~is_odd), (s, is_odd)):
+                part_counts = counts[mask]
+                within = np.arange(int(part_counts.sum())) - np.repeat(
+                    np.cumsum(part_counts) - part_counts, part_counts
+                )
+                out[np.repeat(starts[mask], part_counts) + within] = part.values
         merged[key] = Column(kinds, counts, out.tolist() if kind == wire.BYTES else out)
     return merged

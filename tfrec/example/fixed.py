@@ -15,7 +15,9 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
+from itertools import compress
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["fixed_columns"]
 
 _MIN_ROWS = 8  # below this many matching records the lockstep decoder is as fast
+_SHORT_BYTES = 512  # up to this size, bytes values are cut out of a void view (faster than slicing)
 
 
 class _Values(NamedTuple):
@@ -40,18 +43,27 @@ class _Values(NamedTuple):
     spans: tuple[tuple[int, int], ...]  # each value (bytes kind)
 
 
+_MAX_LAYOUTS = 64  # layouts kept between batches
+_LAYOUTS: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray, dict[bytes, _Values]]] = {}
+
+
 def _layout(data: bytes, wanted: Mapping[bytes, int]) -> tuple[np.ndarray, dict[bytes, _Values]] | None:
-    """The template's value regions, and a mask of the bytes that are structure (must be equal)."""
+    """The template's value regions, and per byte the bits every matching record must share.
+
+    Structure bytes (tags, lengths, keys) must be equal; inside packed varints
+    the continuation bits, so that value boundaries are the template's; the
+    other value bytes may be anything.
+    """
     if _template(data, wanted) is None:
         return None
-    structure = np.ones(len(data), bool)
+    structure = np.full(len(data), 0xFF, np.uint8)
     found: dict[bytes, _Values] = {}
     ((_, _, features),) = wire._fields(data, 0, len(data))
     for _, _, entry in wire._fields(data, *features):
         (_, _, key_span), (_, _, value_span) = wire._fields(data, *entry)
         key = data[key_span[0] : key_span[1]]
         if key not in wanted:
-            structure[value_span[0] : value_span[1]] = False  # any value of the right length
+            structure[value_span[0] : value_span[1]] = 0  # any value of the right length
             continue
         inner = list(wire._fields(data, *value_span))
         if not inner:
@@ -64,15 +76,39 @@ def _layout(data: bytes, wanted: Mapping[bytes, int]) -> tuple[np.ndarray, dict[
             if len(spans) != len(fields):
                 return None
             for start, end in spans:
-                structure[start:end] = False
+                structure[start:end] = 0
             found[key] = _Values(kind, 0, 0, spans)
         else:
             if len(fields) > 1 or (fields and fields[0][:2] != (1, 2)):
                 return None  # not one packed run
             start, end = fields[0][2] if fields else (body[1], body[1])
-            structure[start:end] = False
+            structure[start:end] = 0x80 if kind == wire.INT64 else 0
             found[key] = _Values(kind, start, end, ())
     return structure, found
+
+
+def _cached_layout(
+    template: bytes, wanted: Mapping[bytes, int]
+) -> tuple[np.ndarray, np.ndarray, dict[bytes, _Values]] | None:
+    """The layout of ``template`` as (reference bytes, check bits, value regions).
+
+    Walking a template costs as much as decoding a small batch, and one writer's
+    batches keep repeating the same few layouts: a record that matches a cached
+    reference in every checked bit has that reference's layout.
+    """
+    key = (len(template), *wanted.items())
+    cached = _LAYOUTS.get(key)
+    if cached is not None:
+        reference, check, _ = cached
+        if not ((np.frombuffer(template, np.uint8) ^ reference) & check).any():
+            return cached
+    layout = _layout(template, wanted)
+    if layout is None:
+        return None
+    if len(_LAYOUTS) >= _MAX_LAYOUTS:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = (np.frombuffer(bytes(template), np.uint8), *layout)
+    return _LAYOUTS[key]
 
 
 def fixed_columns(
@@ -86,35 +122,26 @@ def fixed_columns(
 
     if len(records) < _MIN_ROWS:
         return None
-    template = records[0]
-    layout = _layout(template, wanted)
+    size = len(records[0])
+    lengths = np.array(list(map(len, records)), np.int64)
+    candidates = lengths == size
+    count = int(np.count_nonzero(candidates))
+    if count < _MIN_ROWS or count * 2 < len(records):
+        return None  # before walking the template: records of varying lengths are common
+    layout = _cached_layout(records[0], wanted)
     if layout is None:
         return None
-    structure, found = layout
-    size = len(template)
-    lengths = np.fromiter(map(len, records), np.int64, len(records))
-    candidates = np.flatnonzero(lengths == size)
-    if candidates.size < _MIN_ROWS:
-        return None
-    joined = b"".join(records)
-    u8 = np.frombuffer(joined, np.uint8)
-    reference = np.frombuffer(template, np.uint8)
-    starts = (np.cumsum(lengths) - lengths)[candidates]
-    # Structure bytes equal, and inside packed varints the continuation bits equal: gathered as
-    # columns, so that large values (images) are never copied just to be compared.
-    varint_bytes = np.zeros(size, bool)
-    for where in found.values():
-        if where.kind == wire.INT64:
-            varint_bytes[where.start : where.end] = True
-    columns_of = np.flatnonzero(structure)
-    same = (u8[starts[:, None] + columns_of] == reference[columns_of]).all(axis=1)
-    columns_of = np.flatnonzero(varint_bytes)
-    if columns_of.size:
-        same &= ((u8[starts[:, None] + columns_of] ^ reference[columns_of]) & 0x80 == 0).all(axis=1)
-    matched = candidates[same]
-    if matched.size < _MIN_ROWS or matched.size * 2 < len(records):
-        return None
-    starts = starts[same]
+    reference, check, found = layout
+    joined = b"".join(compress(records, candidates.tolist()) if count < len(records) else records)
+    rows = np.frombuffer(joined, np.uint8).reshape(count, size)
+    same = _matches(rows, reference, check)
+    matched = np.flatnonzero(candidates)
+    if not same.all():
+        matched = matched[same]
+        if matched.size < _MIN_ROWS or matched.size * 2 < len(records):
+            return None
+        rows = rows[same]
+        joined = rows.tobytes()
     columns = {}
     count = matched.size
     for key, kind in wanted.items():
@@ -126,37 +153,55 @@ def fixed_columns(
         if values.kind != kind:
             columns[key] = Column(kinds, np.zeros(count, np.int64), empty_values(kind))
         elif kind == wire.BYTES:
-            offsets = [(s, e - s) for s, e in values.spans]
-            data = [joined[row + s : row + s + n] for row in starts.tolist() for s, n in offsets]
-            columns[key] = Column(kinds, np.full(count, len(offsets), np.int64), data)
+            counts = np.full(count, len(values.spans), np.int64)
+            columns[key] = Column(kinds, counts, _bytes(rows, joined, values.spans))
         else:
-            width = values.end - values.start
-            payload = _rows(u8, starts + values.start, width)
+            payload = rows[:, values.start : values.end]
             if kind == wire.FLOAT:
-                floats = np.ascontiguousarray(payload).view("<f4").astype(np.float32)
+                floats = np.ascontiguousarray(payload).view("<f4").astype(np.float32, copy=False)
                 columns[key] = Column(kinds, np.full(count, floats.shape[1], np.int64), floats.reshape(-1))
             else:
                 ints = _varints(payload, reference[values.start : values.end])
                 columns[key] = Column(kinds, np.full(count, ints.shape[1], np.int64), ints.reshape(-1))
     others = np.ones(len(records), bool)
     others[matched] = False
-    rest = np.flatnonzero(others).tolist()
-    return columns, rest
+    return columns, np.flatnonzero(others).tolist()
 
 
-def _rows(u8: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
-    """``u8[s : s + width]`` for every start, as one 2-D array (each row copied as one block)."""
-    if not width:
-        return np.empty((starts.size, 0), np.uint8)
-    return np.lib.stride_tricks.sliding_window_view(u8, width)[starts]
+def _matches(rows: np.ndarray, reference: np.ndarray, check: np.ndarray) -> np.ndarray:
+    """Per row: equal to ``reference`` in the bits set in ``check``."""
+    columns = np.flatnonzero(check)
+    if columns.size * 4 > reference.size:  # mostly structure (small records): compare whole rows
+        return ~((rows ^ reference) & check).any(axis=1)
+    # Mostly values (large records): gather only the structure, never the values.
+    return ~((np.take(rows, columns, axis=1) ^ reference[columns]) & check[columns]).any(axis=1)
+
+
+def _bytes(rows: np.ndarray, joined: bytes, spans: tuple[tuple[int, int], ...]) -> list[bytes]:
+    """The bytes values at ``spans`` of every row, row by row."""
+    if len(spans) == 1:
+        start, end = spans[0]
+        if 0 < end - start <= _SHORT_BYTES:
+            # Short values: a void view's tolist makes the bytes objects in one C loop.
+            return np.ascontiguousarray(rows[:, start:end]).view(f"V{end - start}").reshape(-1).tolist()
+    size = rows.shape[1]
+    return [joined[row + s : row + e] for row in range(0, len(joined), size) for s, e in spans]
 
 
 def _varints(payload: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """Decode rows of packed varints whose boundaries are those of ``reference``."""
-    if not (reference & 0x80).any():
+    continued = reference & 0x80
+    if not continued.any():
         return payload.astype(np.int64)  # every value below 128: one byte each
-    last = reference < 0x80
-    firsts = np.flatnonzero(np.concatenate(([True], last[:-1])))
-    position = np.arange(reference.size) - np.repeat(firsts, np.diff(np.append(firsts, reference.size)))
-    shifted = (payload & 0x7F).astype(np.uint64) << (7 * position).astype(np.uint64)
+    firsts, shifts = _boundaries(continued.tobytes())
+    shifted = (payload & 0x7F).astype(np.uint64) << shifts
     return np.add.reduceat(shifted, firsts, axis=1).view(np.int64)
+
+
+@functools.lru_cache(maxsize=256)
+def _boundaries(continued: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """For packed varints with these continuation bits: each one's first byte, and each byte's shift."""
+    last = np.frombuffer(continued, np.uint8) == 0
+    firsts = np.flatnonzero(np.concatenate(([True], last[:-1])))
+    position = np.arange(last.size) - np.repeat(firsts, np.diff(np.append(firsts, last.size)))
+    return firsts, (7 * position).astype(np.uint64)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["lockstep_columns"]
 
 _MIN_BATCH = 4  # below this the per-record decoder is as fast
+_TEMPLATE_CANDIDATES = 16  # records looked at to pick the template
 _PAD = 16  # zero bytes after the batch, so fixed-width gathers stay in bounds
 _TEN = np.arange(10)
 _TAG_OF_KIND = {wire.BYTES: 0x0A, wire.FLOAT: 0x12, wire.INT64: 0x1A}
@@ -62,6 +63,64 @@ def _template(data: bytes, wanted: Mapping[bytes, int]) -> list[_Entry] | None:
     return entries
 
 
+class _Header(NamedTuple):
+    """The bytes of one template entry from its tag up to its values, as every row should have them."""
+
+    size: int  # bytes compared, the header rounded up to whole 8-byte words
+    pattern: np.ndarray  # the template's bytes, as uint64 words, already masked by ``check``
+    check: np.ndarray  # the bits a row must share, as uint64 words: all, or a length's continuation bits
+    varints: list[tuple[int, int]]  # (column, width) of the lengths: entry, then Feature, list, packed run
+
+
+_MAX_HEADER_VARINT = 5  # wider lengths (padded varints) are read field by field
+
+
+def _headers(data: bytes, template: list[_Entry]) -> list[_Header | None]:
+    """Each template entry's header, or None where the entry is read field by field.
+
+    A wanted key's header reaches its values: the BytesList's contents, or a
+    numeric list's packed run. Entries with an empty Feature or an empty numeric
+    list are left to the field-by-field walk, which handles rows that differ there.
+    """
+    headers: list[_Header | None] = []
+    _, pos = wire._varint(data, 1)  # past the Features tag and length (_template checked them)
+    for entry in template:
+        start = pos
+        entry_length, pos = wire._varint(data, pos + 1)
+        entry_end = pos + entry_length
+        varints = [(1, pos - start - 1)]
+        key_length, pos = wire._varint(data, pos + 1)
+        pos += key_length
+        # Then, for a wanted key: the Feature's length, the list's (after its kind's tag), and
+        # for numbers the packed run's length; each length after a one-byte tag.
+        steps = 0 if not entry.wanted else 1 if entry.kind == wire.NONE else 2
+        usable = entry.kind != wire.NONE or not entry.wanted
+        for _ in range(steps):
+            value, end = wire._varint(data, pos + 1)
+            varints.append((pos + 1 - start, end - pos - 1))
+            pos = end
+        if steps == 2 and entry.kind != wire.BYTES:
+            if value == 0:
+                usable = False
+            else:
+                _, end = wire._varint(data, pos + 1)
+                varints.append((pos + 1 - start, end - pos - 1))
+                pos = end
+        if usable and all(width <= _MAX_HEADER_VARINT for _, width in varints):
+            size = -(-(pos - start) // 8) * 8
+            check = np.zeros(size, np.uint8)  # the padding after the header: anything
+            check[: pos - start] = 0xFF
+            for column, width in varints:
+                check[column : column + width] = 0x80
+            pattern = np.zeros(size, np.uint8)
+            pattern[: pos - start] = np.frombuffer(data, np.uint8, pos - start, start)
+            headers.append(_Header(size, (pattern & check).view(np.uint64), check.view(np.uint64), varints))
+        else:
+            headers.append(None)
+        pos = entry_end
+    return headers
+
+
 class _Found(NamedTuple):
     """Where a wanted key's values are in every row."""
 
@@ -75,11 +134,11 @@ class _Found(NamedTuple):
 class _Batch:
     """The batch as one array, and the vectorised reading steps over it."""
 
-    def __init__(self, records: Sequence[bytes]) -> None:
-        self.joined = b"".join([*records, bytes(_PAD)])  # one copy, padding included
+    def __init__(self, records: Sequence[bytes], pad: int = _PAD) -> None:
+        self.joined = b"".join([*records, bytes(pad)])  # one copy, padding included
         self.u8 = np.frombuffer(self.joined, np.uint8)
-        self.limit = len(self.joined) - _PAD  # last valid position + 1
-        lengths = np.fromiter(map(len, records), np.int64, len(records))
+        self.limit = len(self.joined) - pad  # last valid position + 1
+        lengths = np.array(list(map(len, records)), np.int64)
         self.ends = np.cumsum(lengths)
         self.starts = self.ends - lengths
         self.ok = np.ones(len(records), bool)
@@ -131,56 +190,33 @@ class _Batch:
 def lockstep_columns(
     records: Sequence[bytes], wanted: Mapping[bytes, int]
 ) -> tuple[dict[bytes, Column], list[int]] | None:
-    """Columns of the records that follow the first record's layout, and the rows that do not.
+    """Columns of the records that follow a template record's layout, and the rows that do not.
 
-    Returns ``None`` when the batch is too small or the first record has no
+    Returns ``None`` when the batch is too small or the template has no
     canonical layout (then every record goes through the per-record decoder).
     """
 
     if len(records) < _MIN_BATCH:
         return None
-    template = _template(records[0], wanted)
+    # Rows may lack optional keys of the template but not have others: the longest of the
+    # first few records most likely has every key.
+    first = max(records[:_TEMPLATE_CANDIDATES], key=len)
+    template = _template(first, wanted)
     if template is None:
         return None
-    batch = _Batch(records)
+    headers = _headers(first, template)
+    batch = _Batch(records, _PAD + max((h.size for h in headers if h), default=0))
     pos = batch.expect(batch.starts, 0x0A)
     length, pos = batch.varint(pos)
     batch.ok &= pos + length == batch.ends
     found: dict[bytes, _Found] = {}
-    for entry in template:
-        pos = batch.expect(pos, 0x0A)
-        length, pos = batch.varint(pos)
-        entry_end = pos + length
-        # Every key is checked, wanted or not: a wanted key (or a repeat of one) standing
-        # where the first record had another key must make its row odd, not go unseen.
-        pos = batch.expect(pos, 0x0A)
-        length, pos = batch.varint(pos)
-        batch.ok &= length == len(entry.key)
-        pos = batch.key(pos, entry.key)
-        if not entry.wanted:
-            pos = entry_end
-            continue
-        pos = batch.expect(pos, 0x12)
-        length, pos = batch.varint(pos)
-        batch.ok &= pos + length == entry_end
-        present = length > 0  # an empty Feature has no kind: the key counts as missing there
-        if entry.kind == wire.NONE:
-            batch.ok &= ~present
-            found[entry.key] = _Found(wire.NONE, present, pos, length, [])
-            pos = entry_end
-            continue
-        pos = batch.expect(pos, _TAG_OF_KIND[entry.kind], present)
-        length, pos = batch.varint(pos, present)
-        batch.ok &= ~present | (pos + length == entry_end)
-        if entry.kind == wire.BYTES:
-            found[entry.key] = _Found(wire.BYTES, present, pos, length, _bytes_values(batch, pos, entry_end))
-        else:
-            nonempty = length > 0
-            pos = batch.expect(pos, 0x0A, nonempty)  # one packed run, as TF and protobuf write it
-            length, pos = batch.varint(pos, nonempty)
-            batch.ok &= ~nonempty | (pos + length == entry_end)
-            found[entry.key] = _Found(entry.kind, present, pos, length, [])
-        pos = entry_end
+    for entry, header in zip(template, headers, strict=True):
+        step = _entry_by_header(batch, pos, entry, header) if header else None
+        if step is None:
+            step = _entry_by_steps(batch, pos, entry)
+        pos, found_entry = step
+        if found_entry is not None:
+            found[entry.key] = found_entry
     batch.ok &= pos == batch.ends
     try:
         columns = _columns(batch, found, wanted)
@@ -188,6 +224,92 @@ def lockstep_columns(
         return None  # a malformed payload: the per-record decoder reports it with its record
     odd = np.flatnonzero(~batch.ok).tolist()
     return columns, odd
+
+
+def _entry_by_steps(batch: _Batch, pos: np.ndarray, entry: _Entry) -> tuple[np.ndarray, _Found | None]:
+    """Walk one map entry of every row, field by field; return the entry ends and a wanted key's values.
+
+    A row whose next entry is not this key (an optional feature it lacks, or
+    anything else) keeps its place and counts as missing the key: if something
+    else stands there, no later entry matches either, and the row ends odd.
+    """
+    before = batch.ok.copy()
+    at = batch.expect(pos, 0x0A)
+    length, at = batch.varint(at)
+    entry_end = at + length
+    # Every key is checked, wanted or not: a wanted key (or a repeat of one) standing
+    # where the first record had another key must make its row odd, not go unseen.
+    at = batch.expect(at, 0x0A)
+    length, at = batch.varint(at)
+    batch.ok &= length == len(entry.key)
+    at = batch.key(at, entry.key)
+    here = batch.ok & (entry_end <= batch.ends)
+    batch.ok = before
+    entry_end = np.where(here, entry_end, pos)
+    if not entry.wanted:
+        return entry_end, None
+    at = np.where(here, at, pos)
+    at = batch.expect(at, 0x12, here)
+    length, at = batch.varint(at, here)
+    batch.ok &= at + length == entry_end
+    present = length > 0  # an empty Feature has no kind: the key counts as missing there
+    if entry.kind == wire.NONE:
+        batch.ok &= ~present
+        return entry_end, _Found(wire.NONE, present, at, length, [])
+    at = batch.expect(at, _TAG_OF_KIND[entry.kind], present)
+    length, at = batch.varint(at, present)
+    batch.ok &= ~present | (at + length == entry_end)
+    if entry.kind == wire.BYTES:
+        return entry_end, _Found(wire.BYTES, present, at, length, _bytes_values(batch, at, entry_end))
+    nonempty = length > 0
+    at = batch.expect(at, 0x0A, nonempty)  # one packed run, as TF and protobuf write it
+    length, at = batch.varint(at, nonempty)
+    batch.ok &= ~nonempty | (at + length == entry_end)
+    return entry_end, _Found(entry.kind, present, at, length, [])
+
+
+def _entry_by_header(
+    batch: _Batch, pos: np.ndarray, entry: _Entry, header: _Header
+) -> tuple[np.ndarray, _Found | None] | None:
+    """Read one map entry of every row at once, when every row's entry starts like the template's.
+
+    All bytes up to the values are gathered as one window per row and
+    compared with the template's, lengths by their continuation bits only; the
+    lengths are then read from fixed columns of the window. Returns ``None``
+    (and changes nothing) when any row still in play differs: the caller then
+    walks the entry field by field.
+    """
+    # Whole rows of a sliding window: numpy copies each row's header as one block.
+    window = np.lib.stride_tricks.sliding_window_view(batch.u8, header.size)[np.minimum(pos, batch.limit)]
+    words = window.view(np.uint64) & header.check
+    differ = words[:, 0] ^ header.pattern[0]
+    for column in range(1, header.check.size):  # column by column: faster than .all(axis=1) on 2-4 words
+        differ |= words[:, column] ^ header.pattern[column]
+    same = differ == 0
+    ends = [pos + (column + width) for column, width in header.varints]
+    lengths = [_window_varint(window, column, width) for column, width in header.varints]
+    entry_end = ends[0] + lengths[0]
+    for end, length in zip(ends[1:], lengths[1:], strict=True):
+        same &= end + length == entry_end  # each nested length ends with the entry
+    if not (same | ~batch.ok).all():
+        return None
+    if not entry.wanted:
+        return entry_end, None
+    present = np.ones(pos.size, bool)
+    start, length = ends[-1], lengths[-1]
+    if entry.kind == wire.BYTES:
+        return entry_end, _Found(wire.BYTES, present, start, length, _bytes_values(batch, start, entry_end))
+    return entry_end, _Found(entry.kind, present, start, length, [])
+
+
+def _window_varint(window: np.ndarray, column: int, width: int) -> np.ndarray:
+    """The varints of ``width`` bytes at ``column`` of every window row (continuation bits checked)."""
+    value = window[:, column].astype(np.int64)
+    if width > 1:
+        value &= 0x7F
+        for i in range(1, width):
+            value |= (window[:, column + i].astype(np.int64) & 0x7F) << (7 * i)
+    return value
 
 
 def _bytes_values(batch: _Batch, pos: np.ndarray, end: np.ndarray) -> list[tuple[np.ndarray, ...]]:
@@ -259,7 +381,7 @@ def _gather_numeric(
     """Counts and values of the packed float or varint payloads at ``starts``."""
     payload = _ragged_gather(u8, starts, lengths)
     if kind == wire.FLOAT:
-        return lengths // 4, payload.view("<f4").astype(np.float32)
+        return lengths // 4, payload.view("<f4").astype(np.float32, copy=False)  # payload is a copy
     terminal = payload < 0x80
     ends = np.cumsum(lengths)
     total = np.zeros(payload.size + 1, np.int64)
@@ -267,7 +389,7 @@ def _gather_numeric(
     counts = total[ends] - total[ends - lengths]
     if terminal.all():  # every value below 128: one byte each
         return counts, payload.astype(np.int64)
-    return counts, wire.decode_varints(payload.tobytes(), 0, payload.size).view(np.int64)
+    return counts, wire.varints_of(payload).view(np.int64)
 
 
 def _gather_bytes(
@@ -280,12 +402,18 @@ def _gather_bytes(
     counts = np.zeros(rows.size, np.int64)
     if not rounds:
         return counts, []
+    joined = batch.joined
+    if len(rounds) == 1:  # at most one value per row (scalar strings): already in row order
+        _, row, start, length = rounds[0]
+        keep = ok[row]
+        counts[position[row[keep]]] = 1
+        starts, lengths = start[keep].tolist(), length[keep].tolist()
+        return counts, [joined[s : s + n] for s, n in zip(starts, lengths, strict=True)]
     step, row, start, length = (np.concatenate([r[i] for r in rounds]) for i in range(4))
     keep = ok[row]
     step, row, start, length = step[keep], position[row[keep]], start[keep], length[keep]
     order = np.lexsort((step, row))
     np.add.at(counts, row, 1)
-    joined = batch.joined
     return counts, [
         joined[s : s + n] for s, n in zip(start[order].tolist(), length[order].tolist(), strict=True)
     ]

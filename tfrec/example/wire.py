@@ -261,17 +261,27 @@ def decode_varints(data: bytes, start: int, end: int) -> np.ndarray:
             raise WireError("a packed varint list is truncated")
         return np.array(small, np.uint64)
     raw = np.frombuffer(data, np.uint8, end - start, start)
-    last = np.flatnonzero(raw < 0x80)  # the final byte of each varint
+    return varints_of(raw)
+
+
+def varints_of(raw: np.ndarray) -> np.ndarray:
+    """Decode the packed varints that fill the uint8 array ``raw``, as uint64."""
+    terminal = raw < 0x80
+    last = np.flatnonzero(terminal)  # the final byte of each varint
     if not last.size or last[-1] != raw.size - 1:
         raise WireError("a packed varint list is truncated")
+    if last.size == raw.size:
+        return raw.astype(np.uint64)  # every value below 128: one byte each
     first = np.empty_like(last)
     first[0] = 0
     first[1:] = last[:-1] + 1
-    lengths = last - first + 1
-    if lengths.max() > 10:
+    extra = last - first  # continuation bytes of each varint
+    longest = int(extra.max())
+    if longest >= 10:
         raise WireError("a varint is longer than 10 bytes")
     values = (raw[first] & 0x7F).astype(np.uint64)
-    for i in range(1, int(lengths.max())):
-        longer = np.flatnonzero(lengths > i)
-        values[longer] |= (raw[first[longer] + i] & 0x7F).astype(np.uint64) << np.uint64(7 * i)
+    # Byte i of every varint at once; varints shorter than that re-read their last byte, masked out.
+    for i in range(1, longest + 1):
+        byte = raw[np.minimum(first + i, last)] & 0x7F
+        values |= np.where(extra >= i, byte, 0).astype(np.uint64) << np.uint64(7 * i)
     return values
