@@ -102,32 +102,35 @@ def columns_from_features(
 
 
 def gather_columns(
-    records: Sequence[bytes], wanted: Mapping[bytes, int], templates: int = 2
+    records: Sequence[bytes], wanted: Mapping[bytes, int], templates: int = 3
 ) -> dict[bytes, Column]:
     """Columns of the ``wanted`` keys (key -> expected kind) across ``records``.
 
-    Records that repeat the first one's bytes but for their values are decoded
-    by column offsets; otherwise those that share its layout are walked
-    together in numpy. The rest are decoded the same way with their own first
-    record as the template (up to ``templates`` times), and what is left one by one.
+    Records that repeat a template record's bytes but for their values are
+    decoded by column offsets; otherwise those that share its layout are walked
+    together in numpy. The rest are decoded the same way with a template of
+    their own (up to ``templates`` times), and what is left one by one.
 
     Raises:
         wire.WireError: with ``.index`` set to the offending record.
     """
-    fast = None
-    if templates:
-        fast = fixed_columns(records, wanted) or lockstep_columns(records, wanted)
-    if fast is None:
-        return _per_record(records, list(range(len(records))), wanted)
-    columns, odd = fast
-    if not odd:
-        return columns
-    try:
-        rest = gather_columns([records[row] for row in odd], wanted, templates - 1)
-    except wire.WireError as exc:
-        exc.index = odd[exc.index]  # type: ignore[attr-defined]
-        raise
-    return _merge(columns, rest, odd, len(records), wanted)
+    parts: list[tuple[np.ndarray, dict[bytes, Column]]] = []  # (rows, their columns)
+    rest = np.arange(len(records))
+    for _ in range(templates):
+        batch = records if len(parts) == 0 else [records[row] for row in rest.tolist()]
+        fast = fixed_columns(batch, wanted) or lockstep_columns(batch, wanted)
+        if fast is None:
+            break
+        columns, odd = fast
+        decoded = np.ones(rest.size, bool)
+        decoded[odd] = False
+        parts.append((rest[decoded], columns))
+        rest = rest[odd]
+        if not rest.size:
+            break
+    if rest.size or not parts:
+        parts.append((rest, _per_record(records, rest.tolist(), wanted)))
+    return parts[0][1] if len(parts) == 1 else _merge(parts, len(records), wanted)
 
 
 def _per_record(
@@ -154,38 +157,26 @@ def _as_objects(values: np.ndarray | list[bytes]) -> np.ndarray:
 
 
 def _merge(
-    fast: dict[bytes, Column],
-    slow: dict[bytes, Column],
-    odd: list[int],
-    size: int,
-    wanted: Mapping[bytes, int],
+    parts: list[tuple[np.ndarray, dict[bytes, Column]]], size: int, wanted: Mapping[bytes, int]
 ) -> dict[bytes, Column]:
-    """Put the columns of the ``odd`` rows back among the others, in record order."""
-    is_odd = np.zeros(size, bool)
-    is_odd[odd] = True
+    """One column per key from the parts' columns, rows back in record order."""
+    # ``where[row]`` is the row's place among the parts' rows concatenated.
+    where = np.empty(size, np.int64)
+    where[np.concatenate([rows for rows, _ in parts])] = np.arange(size)
     merged = {}
     for key, kind in wanted.items():
-        f, s = fast[key], slow[key]
-        kinds = np.empty(size, np.int8)
-        counts = np.empty(size, np.int64)
-        kinds[is_odd], kinds[~is_odd] = s.kinds, f.kinds
-        counts[is_odd], counts[~is_odd] = s.counts, f.counts
-        dtype = object if kind == wire.BYTES else f.values.dtype  # type: ignore[union-attr]
+        pieces = [columns[key] for _, columns in parts]
+        kinds = np.concatenate([p.kinds for p in pieces])[where]
+        part_counts = np.concatenate([p.counts for p in pieces])
+        counts = part_counts[where]
+        values = _as_objects(concat_values(kind, [p.values for p in pieces]))
         width = int(counts[0]) if size else 0
         if width and (counts == width).all():  # as many values in every row (fixed shapes): whole rows
-            out = np.empty((size, width), dtype)
-            out[~is_odd] = _as_objects(f.values).reshape(-1, width)
-            out[is_odd] = _as_objects(s.values).reshape(-1, width)
-            out = out.reshape(-1)
-        else:
-            # Where each value of each part goes: its row's start in the output, plus its place in the row.
-            starts = np.cumsum(counts) - counts
-            out = np.empty(int(counts.sum()), dtype)
-            for part, mask in ((f, ~is_odd), (s, is_odd)):
-                part_counts = counts[mask]
-                within = np.arange(int(part_counts.sum())) - np.repeat(
-                    np.cumsum(part_counts) - part_counts, part_counts
-                )
-                out[np.repeat(starts[mask], part_counts) + within] = part.values
+            out = values.reshape(-1, width)[where].reshape(-1)
+        else:  # each output value's place among the concatenated values
+            starts = np.cumsum(part_counts) - part_counts
+            out_starts = np.cumsum(counts) - counts
+            within = np.arange(int(counts.sum())) - np.repeat(out_starts, counts)
+            out = values[np.repeat(starts[where], counts) + within]
         merged[key] = Column(kinds, counts, out.tolist() if kind == wire.BYTES else out)
     return merged

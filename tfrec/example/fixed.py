@@ -171,10 +171,11 @@ def fixed_columns(
 def _matches(rows: np.ndarray, reference: np.ndarray, check: np.ndarray) -> np.ndarray:
     """Per row: equal to ``reference`` in the bits set in ``check``."""
     columns = np.flatnonzero(check)
-    if columns.size * 4 > reference.size:  # mostly structure (small records): compare whole rows
-        return ~((rows ^ reference) & check).any(axis=1)
-    # Mostly values (large records): gather only the structure, never the values.
-    return ~((np.take(rows, columns, axis=1) ^ reference[columns]) & check[columns]).any(axis=1)
+    if columns.size * 4 < reference.size:  # mostly values (large records): never gather the values
+        rows, reference, check = np.take(rows, columns, axis=1), reference[columns], check[columns]
+    # Rows compared as void scalars: one memcmp each, much faster than .all(axis=1).
+    void = f"V{reference.size}"
+    return (rows & check).view(void).reshape(-1) == (reference & check).view(void)
 
 
 def _bytes(rows: np.ndarray, joined: bytes, spans: tuple[tuple[int, int], ...]) -> list[bytes]:

@@ -66,9 +66,9 @@ def _template(data: bytes, wanted: Mapping[bytes, int]) -> list[_Entry] | None:
 class _Header(NamedTuple):
     """The bytes of one template entry from its tag up to its values, as every row should have them."""
 
-    size: int  # bytes compared, the header rounded up to whole 8-byte words
-    pattern: np.ndarray  # the template's bytes, as uint64 words, already masked by ``check``
-    check: np.ndarray  # the bits a row must share, as uint64 words: all, or a length's continuation bits
+    size: int  # bytes compared
+    pattern: np.ndarray  # the template's bytes, masked by ``check``, as one void scalar
+    check: np.ndarray  # per byte, the bits a row must share: all, or a length's continuation bit
     varints: list[tuple[int, int]]  # (column, width) of the lengths: entry, then Feature, list, packed run
 
 
@@ -107,14 +107,11 @@ def _headers(data: bytes, template: list[_Entry]) -> list[_Header | None]:
                 varints.append((pos + 1 - start, end - pos - 1))
                 pos = end
         if usable and all(width <= _MAX_HEADER_VARINT for _, width in varints):
-            size = -(-(pos - start) // 8) * 8
-            check = np.zeros(size, np.uint8)  # the padding after the header: anything
-            check[: pos - start] = 0xFF
+            check = np.full(pos - start, 0xFF, np.uint8)
             for column, width in varints:
                 check[column : column + width] = 0x80
-            pattern = np.zeros(size, np.uint8)
-            pattern[: pos - start] = np.frombuffer(data, np.uint8, pos - start, start)
-            headers.append(_Header(size, (pattern & check).view(np.uint64), check.view(np.uint64), varints))
+            pattern = np.frombuffer(data, np.uint8, pos - start, start) & check
+            headers.append(_Header(pos - start, pattern.view(f"V{pos - start}"), check, varints))
         else:
             headers.append(None)
         pos = entry_end
@@ -281,11 +278,8 @@ def _entry_by_header(
     """
     # Whole rows of a sliding window: numpy copies each row's header as one block.
     window = np.lib.stride_tricks.sliding_window_view(batch.u8, header.size)[np.minimum(pos, batch.limit)]
-    words = window.view(np.uint64) & header.check
-    differ = words[:, 0] ^ header.pattern[0]
-    for column in range(1, header.check.size):  # column by column: faster than .all(axis=1) on 2-4 words
-        differ |= words[:, column] ^ header.pattern[column]
-    same = differ == 0
+    # Rows compared as void scalars: one memcmp each, much faster than .all(axis=1).
+    same = (window & header.check).view(f"V{header.size}").reshape(-1) == header.pattern
     ends = [pos + (column + width) for column, width in header.varints]
     lengths = [_window_varint(window, column, width) for column, width in header.varints]
     entry_end = ends[0] + lengths[0]
