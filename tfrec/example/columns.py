@@ -116,9 +116,10 @@ def gather_columns(
     """
     parts: list[tuple[np.ndarray, dict[bytes, Column]]] = []  # (rows, their columns)
     rest = np.arange(len(records))
-    for _ in range(templates):
-        batch = records if len(parts) == 0 else [records[row] for row in rest.tolist()]
-        fast = fixed_columns(batch, wanted) or lockstep_columns(batch, wanted)
+    for attempt in range(templates):
+        batch = records if attempt == 0 else [records[row] for row in rest.tolist()]
+        # Later attempts need a layout of their own rows, not the one the first attempt used.
+        fast = fixed_columns(batch, wanted) or lockstep_columns(batch, wanted, reuse=attempt == 0)
         if fast is None:
             break
         columns, odd = fast

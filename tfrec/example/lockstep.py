@@ -91,9 +91,9 @@ def _headers(data: bytes, template: list[_Entry]) -> list[_Header | None]:
         varints = [(1, pos - start - 1)]
         key_length, pos = wire._varint(data, pos + 1)
         pos += key_length
-        # Then, for a wanted key: the Feature's length, the list's (after its kind's tag), and
-        # for numbers the packed run's length; each length after a one-byte tag.
-        steps = 0 if not entry.wanted else 1 if entry.kind == wire.NONE else 2
+        # Then the Feature's length; for a wanted key the list's (after its kind's tag), and for
+        # numbers the packed run's length; each length after a one-byte tag.
+        steps = 2 if entry.wanted and entry.kind != wire.NONE else 1
         usable = entry.kind != wire.NONE or not entry.wanted
         for _ in range(steps):
             value, end = wire._varint(data, pos + 1)
@@ -116,6 +116,10 @@ def _headers(data: bytes, template: list[_Entry]) -> list[_Header | None]:
             headers.append(None)
         pos = entry_end
     return headers
+
+
+_MAX_TEMPLATES = 64  # layouts kept between batches
+_TEMPLATES: dict[tuple[tuple[bytes, int], ...], tuple[list[_Entry], list[_Header | None]]] = {}
 
 
 class _Found(NamedTuple):
@@ -185,11 +189,12 @@ class _Batch:
 
 
 def lockstep_columns(
-    records: Sequence[bytes], wanted: Mapping[bytes, int]
+    records: Sequence[bytes], wanted: Mapping[bytes, int], reuse: bool = True
 ) -> tuple[dict[bytes, Column], list[int]] | None:
     """Columns of the records that follow a template record's layout, and the rows that do not.
 
-    Returns ``None`` when the batch is too small or the template has no
+    With ``reuse``, the layout of an earlier batch is tried before one of these
+    records. Returns ``None`` when the batch is too small or the template has no
     canonical layout (then every record goes through the per-record decoder).
     """
 
@@ -197,11 +202,21 @@ def lockstep_columns(
         return None
     # Rows may lack optional keys of the template but not have others: the longest of the
     # first few records most likely has every key.
-    first = max(records[:_TEMPLATE_CANDIDATES], key=len)
-    template = _template(first, wanted)
-    if template is None:
-        return None
-    headers = _headers(first, template)
+    # Walking a template costs as much as a fair part of a batch: a layout that served the
+    # previous batch is tried first (any layout is safe: every row is checked against it).
+    cache_key = tuple(wanted.items())
+    cached = _TEMPLATES.get(cache_key) if reuse else None
+    if cached is None:
+        first = max(records[:_TEMPLATE_CANDIDATES], key=len)
+        template = _template(first, wanted)
+        if template is None:
+            return None
+        cached = (template, _headers(first, template))
+        if reuse:
+            if len(_TEMPLATES) >= _MAX_TEMPLATES:
+                _TEMPLATES.clear()
+            _TEMPLATES[cache_key] = cached
+    template, headers = cached
     batch = _Batch(records, _PAD + max((h.size for h in headers if h), default=0))
     pos = batch.expect(batch.starts, 0x0A)
     length, pos = batch.varint(pos)
@@ -220,6 +235,8 @@ def lockstep_columns(
     except wire.WireError:
         return None  # a malformed payload: the per-record decoder reports it with its record
     odd = np.flatnonzero(~batch.ok).tolist()
+    if reuse and len(odd) * 2 > len(records):
+        _TEMPLATES.pop(cache_key, None)  # a poor fit: the next batch picks its own
     return columns, odd
 
 
@@ -235,21 +252,22 @@ def _entry_by_steps(batch: _Batch, pos: np.ndarray, entry: _Entry) -> tuple[np.n
     length, at = batch.varint(at)
     entry_end = at + length
     # Every key is checked, wanted or not: a wanted key (or a repeat of one) standing
-    # where the first record had another key must make its row odd, not go unseen.
+    # where the first record had another key must make its row odd, not go unseen. So is
+    # the entry's form, a key then a value and nothing else: a second key would override the first.
     at = batch.expect(at, 0x0A)
     length, at = batch.varint(at)
     batch.ok &= length == len(entry.key)
     at = batch.key(at, entry.key)
+    at = batch.expect(at, 0x12)
+    length, at = batch.varint(at)
+    batch.ok &= at + length == entry_end
     here = batch.ok & (entry_end <= batch.ends)
     batch.ok = before
     entry_end = np.where(here, entry_end, pos)
     if not entry.wanted:
         return entry_end, None
     at = np.where(here, at, pos)
-    at = batch.expect(at, 0x12, here)
-    length, at = batch.varint(at, here)
-    batch.ok &= at + length == entry_end
-    present = length > 0  # an empty Feature has no kind: the key counts as missing there
+    present = here & (length > 0)  # an empty Feature has no kind: the key counts as missing there
     if entry.kind == wire.NONE:
         batch.ok &= ~present
         return entry_end, _Found(wire.NONE, present, at, length, [])
