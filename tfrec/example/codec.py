@@ -38,7 +38,7 @@ Decoded = np.ndarray | list[bytes] | None
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
     """Encode a non-negative int < 2**64 as a varint."""
     if value < _CACHED_VARINTS:
         return _SMALL_VARINTS[value]
@@ -56,20 +56,27 @@ _CACHED_VARINTS = 1 << 14  # one or two bytes: lengths of most fields, small int
 _SMALL_VARINTS = [
     bytes((v,)) if v < 0x80 else bytes((v & 0x7F | 0x80, v >> 7)) for v in range(_CACHED_VARINTS)
 ]
+_CONTINUED = [bytes((v | 0x80,)) for v in range(0x80)]  # a varint's first byte when more follow
 
 
 def _length_delimited(tag: int, payload: bytes) -> bytes:
-    return bytes((tag,)) + _varint(len(payload)) + payload
+    return bytes((tag,)) + varint(len(payload)) + payload
 
 
-def _encode_varints(values: np.ndarray) -> bytes:
+def encode_varints(values: np.ndarray) -> bytes:
     """Packed varints of int64 values (negatives take 10 bytes, as two's complement)."""
     unsigned = values.astype(np.int64, copy=False).view(np.uint64)
     if unsigned.size < 512:  # measured: below this a Python loop beats numpy's per-call cost
         items = unsigned.tolist()
-        if items and max(items) < _CACHED_VARINTS:  # the usual case: a table lookup per value, in C
+        top = max(items, default=0)
+        if top < _CACHED_VARINTS:  # the usual case: a table lookup per value, in C
             return b"".join(map(_SMALL_VARINTS.__getitem__, items))
-        return b"".join(map(_varint, items))
+        if top < 1 << 21:  # three bytes at most (token ids): the low 7 bits, then a cached varint
+            small, low = _SMALL_VARINTS, _CONTINUED
+            return b"".join(
+                [small[v] if v < _CACHED_VARINTS else low[v & 0x7F] + small[v >> 7] for v in items]
+            )
+        return b"".join(map(varint, items))
     # Vectorised: 7 bits per byte, continuation bit on every byte but the last.
     lengths = np.ones(unsigned.size, np.int64)
     for i in range(1, 10):
@@ -198,7 +205,7 @@ def _encode_feature(kind: int, values: Any) -> bytes:
     elif kind == wire.FLOAT:
         body = _length_delimited(0x0A, values.astype("<f4").tobytes()) if values.size else b""
     else:
-        body = _length_delimited(0x0A, _encode_varints(values)) if values.size else b""
+        body = _length_delimited(0x0A, encode_varints(values)) if values.size else b""
     return _length_delimited(0x0A if kind == wire.BYTES else 0x12 if kind == wire.FLOAT else 0x1A, body)
 
 
@@ -214,42 +221,52 @@ def _encode_key(key: Any) -> bytes:
 _KIND_TAGS = {wire.BYTES: b"\x0a", wire.FLOAT: b"\x12", wire.INT64: b"\x1a"}
 
 
-def _append_entry(parts: list[bytes], key: bytes, kind: int, values: Any) -> int:
-    """Append the pieces of one ``Features`` map entry (key -> Feature) to ``parts``; return their size.
+def entry_head(key: bytes, kind: int, size: int) -> bytes:
+    """The bytes of a ``Features`` map entry (``key`` -> a Feature of ``kind``) before its list's
+    fields, which take ``size`` bytes. The features layer's compiled encoders write entries with it."""
+    feature = _KIND_TAGS[kind] + varint(size) if kind != wire.NONE else b""  # NONE: an empty Feature
+    value = b"\x12" + varint(len(feature) + size)
+    key_field = _key_field(key)
+    return b"\x0a" + varint(len(key_field) + len(value) + len(feature) + size) + key_field + value + feature
+
+
+def packed_head(key: bytes, kind: int, size: int) -> bytes:
+    """The bytes of a map entry before its values, when they are one field of ``size`` bytes: the
+    packed float32s or varints of a FLOAT or INT64 list, or the single value of a BYTES list.
+
+    An empty packed field is left out (as protobuf does); an empty bytes value is still a field.
+    """
+    field = b"\x0a" + varint(size) if size or kind == wire.BYTES else b""
+    return entry_head(key, kind, len(field) + size) + field
+
+
+def append_entry(parts: list[bytes], key: bytes, kind: int, values: Any) -> None:
+    """Append the pieces of one ``Features`` map entry (key -> Feature) to ``parts``.
 
     Lengths are computed, not measured on nested copies: each value is copied
     once, by the final join.
     """
     pieces: list[bytes] = []
-    size = 0
     if kind == wire.BYTES:
         for value in values:
-            header = b"\x0a" + _varint(len(value))
-            pieces += (header, value)
-            size += len(header) + len(value)
+            pieces += (b"\x0a" + varint(len(value)), value)
     elif kind != wire.NONE:
-        data = values.astype("<f4").tobytes() if kind == wire.FLOAT else _encode_varints(values)
+        data = values.astype("<f4").tobytes() if kind == wire.FLOAT else encode_varints(values)
         if data:
-            header = b"\x0a" + _varint(len(data))
-            pieces += (header, data)
-            size = len(header) + len(data)
-    if kind != wire.NONE:  # the Feature: its kind's field around the list
-        header = _KIND_TAGS[kind] + _varint(size)
-        pieces.insert(0, header)
-        size += len(header)
-    key_field = _key_field(key)
-    value_header = b"\x12" + _varint(size)
-    entry_size = len(key_field) + len(value_header) + size
-    entry_header = b"\x0a" + _varint(entry_size)
-    parts += (entry_header, key_field, value_header)
+            pieces += (b"\x0a" + varint(len(data)), data)
+    parts.append(entry_head(key, kind, sum(map(len, pieces))))
     parts += pieces
-    return len(entry_header) + entry_size
+
+
+def join_entries(parts: list[bytes]) -> bytes:
+    """The bytes of the Example whose map entries are ``parts`` (pieces, concatenated in order)."""
+    return b"".join([b"\x0a" + varint(sum(map(len, parts))), *parts])
 
 
 def _encode_features(mapping: Mapping[str, Any], allow_downcast: bool) -> bytes:
     parts: list[bytes] = []
     for key, value in mapping.items():
-        _append_entry(parts, _encode_key(key), *_kind_of(key, value, allow_downcast))
+        append_entry(parts, _encode_key(key), *_kind_of(key, value, allow_downcast))
     return b"".join(parts)
 
 
@@ -270,10 +287,10 @@ def encode_typed_example(entries: Iterable[tuple[bytes, int, Any]]) -> bytes:
     fast path for callers that validated their values (the features layer):
     nothing is classified or checked again.
     """
-    parts = [b""]  # room for the Example's own header, known at the end
-    size = sum(_append_entry(parts, key, kind, values) for key, kind, values in entries)
-    parts[0] = b"\x0a" + _varint(size)
-    return b"".join(parts)
+    parts: list[bytes] = []
+    for key, kind, values in entries:
+        append_entry(parts, key, kind, values)
+    return join_entries(parts)
 
 
 def encode_example(mapping: Mapping[str, Value], *, allow_downcast: bool = False) -> bytes:

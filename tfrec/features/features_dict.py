@@ -20,7 +20,7 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,13 +31,12 @@ from ..example import (
     FixedLenSequenceFeature,
     RaggedArray,
     RaggedFeature,
-    encode_typed_example,
     parse_example,
     parse_single_example,
-    wire,
 )
 from . import sequence_storage
 from .base import _TFDS, FeatureConnector, TensorInfo
+from .serializer import compile_encoder
 from .tensor import Tensor, cast_stored
 from .text import ClassLabel
 
@@ -63,19 +62,6 @@ def _stored_dtype(dtype: np.dtype) -> np.dtype:
     if dtype.kind == "O":
         return np.dtype(object)
     return np.dtype(np.float32) if dtype.kind == "f" else np.dtype(np.int64)
-
-
-def _stored_values(value: Any, kind: int) -> Any:
-    """A checked flat value in the form its list stores: int64 array (uint64 bit-cast, as tfds),
-    float32 array (float64 values were checked to be exact), or a sequence of bytes."""
-    if kind == wire.BYTES:
-        return [value] if isinstance(value, bytes) else np.asarray(value, object).ravel()
-    array = np.asarray(value)
-    if kind == wire.FLOAT:
-        return array.astype(np.float32, copy=False).ravel()
-    if array.dtype == np.uint64:
-        return array.view(np.int64).ravel()
-    return array.astype(np.int64, copy=False).ravel()
 
 
 class FeaturesDict(FeatureConnector):
@@ -133,6 +119,19 @@ class FeaturesDict(FeatureConnector):
         }
 
     def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
+        self._check_keys(value, path)
+        out = {}
+        prefix = path + "/" if path else ""
+        for name, feature in self.features.items():
+            flat = feature.encode_flat(value[name], prefix + name)
+            if len(flat) == 1 and "" in flat:  # a leaf: stored under the child's own name
+                out[name] = flat[""]
+            else:
+                out.update((f"{name}/{key}" if key else name, v) for key, v in flat.items())
+        return out
+
+    def _check_keys(self, value: Any, path: str) -> None:
+        """Raise EncodeError unless ``value`` is a mapping with exactly this dict's names."""
         if not isinstance(value, Mapping):
             raise EncodeError(
                 f"{path or '<root>'} (FeaturesDict): expected a dict, found {type(value).__name__}", key=path
@@ -145,15 +144,6 @@ class FeaturesDict(FeatureConnector):
                 f"missing {missing or 'none'}, unexpected {extra or 'none'}",
                 key=path,
             )
-        out = {}
-        prefix = path + "/" if path else ""
-        for name, feature in self.features.items():
-            flat = feature.encode_flat(value[name], prefix + name)
-            if len(flat) == 1 and "" in flat:  # a leaf: stored under the child's own name
-                out[name] = flat[""]
-            else:
-                out.update((f"{name}/{key}" if key else name, v) for key, v in flat.items())
-        return out
 
     def decode_flat(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
         out = {}
@@ -209,18 +199,17 @@ class FeaturesDict(FeatureConnector):
         """
         if sequence_example:
             return sequence_storage.serialize(self, example)
-        flat = self.encode_flat(example, "")
-        # Every value was checked against its feature: hand the stored kinds straight to the codec.
-        return encode_typed_example(
-            (raw_key, kind, _stored_values(flat[key], kind)) for key, raw_key, kind in self._storage
-        )
+        return self._encoder(example)
 
     @functools.cached_property
-    def _storage(self) -> list[tuple[str, bytes, int]]:
-        """Each stored key, as text and as UTF-8, with the kind of list that stores it."""
-        kinds = {"O": wire.BYTES, "f": wire.FLOAT}
-        infos = self.flat_infos().items()
-        return [(key, key.encode(), kinds.get(info.dtype.kind, wire.INT64)) for key, info in infos]
+    def _encoder(self) -> Callable[[Any], bytes]:
+        """This schema's compiled encoder, built on first use (and not pickled: see __getstate__)."""
+        return compile_encoder(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_encoder", None)  # closures do not pickle; rebuilt on first use
+        return state
 
     def deserialize_example(self, data: bytes, *, sequence_example: bool = False) -> dict[str, Any]:
         """The bytes of one Example (or SequenceExample) -> the nested dict of values."""

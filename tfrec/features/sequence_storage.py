@@ -25,10 +25,10 @@ from ..example import (
     RaggedFeature,
     encode_sequence_example,
     parse_sequence_example,
-    wire,
 )
 from .sequence import FLAT_VALUES, ROW_LENGTHS
 from .sequence import Sequence as SequenceConnector
+from .serializer import stored_kind, stored_values
 
 if TYPE_CHECKING:
     from .features_dict import FeaturesDict
@@ -51,10 +51,7 @@ def _lists(features: FeaturesDict) -> dict[str, bool]:
 
 
 def _stored(value: Any, dtype: np.dtype) -> Any:
-    from .features_dict import _stored_values
-
-    kind = wire.BYTES if dtype.kind == "O" else wire.FLOAT if dtype.kind == "f" else wire.INT64
-    return _stored_values(value, kind)
+    return stored_values(value, stored_kind(dtype))
 
 
 def serialize(features: FeaturesDict, example: Mapping[str, Any]) -> bytes:

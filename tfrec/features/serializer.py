@@ -1,0 +1,242 @@
+"""Compiled encoders: a FeaturesDict's values straight to Example bytes (features layer).
+
+:func:`compile_encoder` walks a schema once and returns one function for it,
+made of one closure per feature. Each closure checks its value and appends
+the pieces of its ``Features`` map entries to a shared list, which is joined
+once at the end. The closures take the common well-typed values themselves
+(numpy arrays of the declared dtype and shape, Python ints and floats, str and
+bytes) and hand anything else to the connector's ``encode_flat``: the
+reference path, which converts what it can and raises the usual errors.
+Connectors without a closure of their own (Image, Sequence, bytes-encoded or
+per-channel tensors) always take that path.
+
+The bytes are those of the reference path, ``encode_flat`` then the codec's
+``encode_typed_example`` (a property test compares both); the wire format
+itself stays in :mod:`tfrec.example.codec`.
+
+Example:
+    >>> encode = compile_encoder(FeaturesDict({"id": np.int64}))
+    >>> encode({"id": 7}) == tfrec.encode_example({"id": 7})
+    True
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..example import wire
+from ..example.codec import append_entry, encode_varints, join_entries, packed_head, varint
+from .base import FeatureConnector, fits
+from .tensor import Encoding, Scalar, Tensor
+from .text import ClassLabel, Text
+
+if TYPE_CHECKING:
+    from .features_dict import FeaturesDict
+
+__all__ = ["compile_encoder", "stored_kind", "stored_values"]
+
+Encoder = Callable[[Any, list[bytes]], None]  # (value, parts): append the value's entries to parts
+
+_MASK64 = (1 << 64) - 1  # an int64 is stored as the varint of its two's complement bits
+_F4 = np.dtype("<f4")
+_pack_f4, _unpack_f4 = struct.Struct("<f").pack, struct.Struct("<f").unpack
+
+
+def stored_kind(dtype: np.dtype) -> int:
+    """The list an Example keeps values of ``dtype`` in: bytes, float or int64."""
+    return wire.BYTES if dtype.kind == "O" else wire.FLOAT if dtype.kind == "f" else wire.INT64
+
+
+def stored_values(value: Any, kind: int) -> Any:
+    """A checked flat value in the form its list stores: int64 array (uint64 bit-cast, as tfds),
+    float32 array (float64 values were checked to be exact), or a sequence of bytes."""
+    if kind == wire.BYTES:
+        return [value] if isinstance(value, bytes) else np.asarray(value, object).ravel()
+    array = np.asarray(value)
+    if kind == wire.FLOAT:
+        return array.astype(np.float32, copy=False).ravel()
+    if array.dtype == np.uint64:
+        return array.view(np.int64).ravel()
+    return array.astype(np.int64, copy=False).ravel()
+
+
+def compile_encoder(features: FeaturesDict) -> Callable[[Any], bytes]:
+    """One function: a nested value of ``features`` -> the bytes of its tf.train.Example.
+
+    Raises (from the returned function):
+        EncodeError: a value does not fit its feature; names the key path.
+    """
+    encode = _encoder(features, "")
+
+    def serialize(value: Any) -> bytes:
+        parts: list[bytes] = []
+        encode(value, parts)
+        return join_entries(parts)
+
+    return serialize
+
+
+def _encoder(feature: FeatureConnector, path: str) -> Encoder:
+    """The closure for ``feature`` at ``path`` (its flat key: also the key path in errors)."""
+    from .features_dict import FeaturesDict  # that module imports this one
+
+    # Exact types: a subclass may encode differently, so it gets the reference path.
+    if type(feature) is FeaturesDict:
+        return _dict_encoder(feature, path)
+    if (
+        isinstance(feature, Tensor)
+        and type(feature) in (Tensor, Scalar)
+        and feature.encoding is Encoding.NONE
+        and feature.channel_names is None
+    ):
+        return _tensor_encoder(feature, path)
+    if type(feature) is ClassLabel:
+        return _label_encoder(feature, path)
+    if type(feature) is Text:
+        return _text_encoder(feature, path)
+    return _reference_encoder(feature, path)
+
+
+def _reference_encoder(feature: FeatureConnector, path: str) -> Encoder:
+    """``encode_flat`` and the codec, for every value: the path every other closure falls back to."""
+    stored = [
+        (sub, "/".join(p for p in (path, sub) if p).encode(), stored_kind(info.dtype))
+        for sub, info in feature.flat_infos().items()
+    ]
+
+    def encode(value: Any, parts: list[bytes]) -> None:
+        flat = feature.encode_flat(value, path)
+        for sub, key, kind in stored:
+            append_entry(parts, key, kind, stored_values(flat[sub], kind))
+
+    return encode
+
+
+def _dict_encoder(features: FeaturesDict, path: str) -> Encoder:
+    children = [
+        (name, _encoder(child, f"{path}/{name}" if path else name))
+        for name, child in features.features.items()
+    ]
+    names = features.features.keys()
+
+    def encode(value: Any, parts: list[bytes]) -> None:
+        if type(value) is not dict or value.keys() != names:
+            features._check_keys(value, path)  # raises, unless an other Mapping with the right keys
+        for name, child in children:
+            child(value[name], parts)
+
+    return encode
+
+
+def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
+    """A Tensor stored as a list: arrays of its dtype and shape, or Python scalars for shape ()."""
+    slow = _reference_encoder(tensor, path)
+    key, dtype, shape = path.encode(), tensor.dtype, tensor.shape
+    kind = stored_kind(dtype)
+    known = None not in shape
+    scalar = shape == ()
+
+    def array_fits(value: Any) -> bool:
+        return (
+            type(value) is np.ndarray
+            and value.dtype == dtype
+            and (value.shape == shape if known else fits(shape, value.shape))
+        )
+
+    if kind == wire.BYTES:
+        if not scalar:
+            return slow
+
+        def encode_bytes(value: Any, parts: list[bytes]) -> None:
+            if type(value) is str:
+                try:
+                    value = value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return slow(value, parts)
+            elif type(value) is not bytes:
+                return slow(value, parts)
+            parts += (packed_head(key, kind, len(value)), value)
+
+        return encode_bytes
+
+    if kind == wire.FLOAT:
+        if dtype == np.float64:  # float32 must hold its values exactly: left to to_array
+            return slow
+        fixed = packed_head(key, kind, 4 * math.prod(d or 0 for d in shape)) if known else b""
+
+        def encode_floats(value: Any, parts: list[bytes]) -> None:
+            if array_fits(value):
+                data = value.astype(_F4, copy=False).tobytes()
+            elif scalar and type(value) is float and dtype == np.float32:
+                try:
+                    data = _pack_f4(value)
+                except OverflowError:
+                    return slow(value, parts)
+                if _unpack_f4(data)[0] != value:  # inexact (or NaN): to_array decides
+                    return slow(value, parts)
+            else:
+                return slow(value, parts)
+            parts += (fixed or packed_head(key, kind, len(data)), data)
+
+        return encode_floats
+
+    # Ints and bools: varints of their int64 values (uint64 bit-cast). Python scalars within range.
+    info = np.iinfo(dtype) if dtype.kind in "iu" else None
+    low, high = (int(info.min), int(info.max)) if info is not None else (0, 1)
+
+    def encode_ints(value: Any, parts: list[bytes]) -> None:
+        if array_fits(value):
+            data = encode_varints(value.ravel())  # uint64 cast to int64 keeps its bits, as tfds stores it
+        elif (
+            scalar and (type(value) is bool if info is None else type(value) is int) and low <= value <= high
+        ):
+            data = varint(value & _MASK64)
+        else:
+            return slow(value, parts)
+        parts += (packed_head(key, kind, len(data)), data)
+
+    return encode_ints
+
+
+def _label_encoder(label: ClassLabel, path: str) -> Encoder:
+    """A class index given as int or name. Names are looked up on each call: ``load`` sets them later."""
+    slow = _reference_encoder(label, path)
+    key = path.encode()
+
+    def encode(value: Any, parts: list[bytes]) -> None:
+        if type(value) is int:
+            index: int | None = value if -1 <= value < label.num_classes else None
+        else:
+            index = label._index.get(value) if type(value) is str else None
+        if index is None:
+            return slow(value, parts)
+        data = varint(index & _MASK64)
+        parts += (packed_head(key, wire.INT64, len(data)), data)
+
+    return encode
+
+
+def _text_encoder(text: Text, path: str) -> Encoder:
+    slow = _reference_encoder(text, path)
+    key = path.encode()
+
+    def encode(value: Any, parts: list[bytes]) -> None:
+        data = None
+        try:
+            if type(value) is str:
+                data = value.encode("utf-8")
+            elif type(value) is bytes:
+                value.decode("utf-8")  # checked, stored as given
+                data = value
+        except UnicodeError:
+            pass  # the reference path words the error
+        if data is None:
+            return slow(value, parts)
+        parts += (packed_head(key, wire.BYTES, len(data)), data)
+
+    return encode
