@@ -1422,16 +1422,7 @@ def test_error_message_is_tf_core(
     assert str(ours.value) == tf_core(theirs.value)
 
 
-SINGLE_MESSAGE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="bug (or document it): parse_single_example gives the batched count/stride message; TF's single "
-    'form is "Key: a.  Can\'t parse serialized Example: Some int64_list slice was not parsed." and '
-    '"Error while parsing feature with key a: number of elements should be divisible by 2, found 3 instead"',
-)
-SINGLE_ERROR_CASES = [
-    pytest.param(*case, id=name, marks=[SINGLE_MESSAGE_BUG] if name.startswith(("count", "stride")) else [])
-    for name, case in ERRORS.items()
-]
+SINGLE_ERROR_CASES = [pytest.param(*case, id=name) for name, case in ERRORS.items()]
 
 
 @pytest.mark.parametrize(("examples", "specs", "error"), SINGLE_ERROR_CASES)
@@ -1447,106 +1438,169 @@ def test_single_example_error_message_is_tf_core(
 
 
 SequenceCase = tuple[list[tuple[Data, Lists]], Any, Any, type[Exception]]
-CONTEXT_MESSAGE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="bug (or document it): sequence context errors use the Example-path messages; TF's are "
-    '"Name: <unknown>, Context feature: a.  Data types don\'t match. Expected type: int64", '
-    '"Feature: a (data type: int64) is required ..." (no Name), "Unexpected number of elements in example '
-    '<unknown>", "Inconsistent max number of elements for feature a: expected 1, but found 2"',
-)
-SEQUENCE_ERRORS: dict[str, tuple[SequenceCase, list[pytest.MarkDecorator]]] = {
+SEQUENCE_ERRORS: dict[str, SequenceCase] = {
     "list-type": (
-        ([({}, {"a": [ints(1), floats(1)]})], None, {"a": tfrec.VarLenFeature(I64)}, tfrec.DecodeError),
-        [],
+        [({}, {"a": [ints(1), floats(1)]})],
+        None,
+        {"a": tfrec.VarLenFeature(I64)},
+        tfrec.DecodeError,
     ),
-    "list-type-empty-step": (
-        ([({}, {"a": [ints(1), strs()]})], None, {"a": RF(I64)}, tfrec.DecodeError),
-        [],
-    ),
+    "list-type-empty-step": ([({}, {"a": [ints(1), strs()]})], None, {"a": RF(I64)}, tfrec.DecodeError),
     "list-required": (
-        (
-            [({}, {}), ({}, {})],
-            None,
-            {"a": tfrec.FixedLenSequenceFeature([], I64)},
-            tfrec.MissingFeatureError,
-        ),
-        [],
+        [({}, {}), ({}, {})],
+        None,
+        {"a": tfrec.FixedLenSequenceFeature([], I64)},
+        tfrec.MissingFeatureError,
     ),
     "list-step-count": (
-        (
-            [({}, {"a": [ints(1, 2), ints(1, 2, 3, 4)]})],
-            None,
-            {"a": tfrec.FixedLenSequenceFeature([2], I64, True)},
-            tfrec.DecodeError,
-        ),
-        [],
+        [({}, {"a": [ints(1, 2), ints(1, 2, 3, 4)]})],
+        None,
+        {"a": tfrec.FixedLenSequenceFeature([2], I64, True)},
+        tfrec.DecodeError,
     ),
     "list-step-no-kind": (
-        (
-            [({}, {"a": [ints(1), NO_KIND]})],
-            None,
-            {"a": tfrec.FixedLenSequenceFeature([], I64, True)},
-            tfrec.DecodeError,
-        ),
-        [],
+        [({}, {"a": [ints(1), NO_KIND]})],
+        None,
+        {"a": tfrec.FixedLenSequenceFeature([], I64, True)},
+        tfrec.DecodeError,
     ),
     "list-step-count-2d": (
-        (
-            [({}, {"a": [ints(1, 2), ints(3, 4, 5, 6)]})],
-            None,
-            {"a": tfrec.FixedLenSequenceFeature([1, 2], I64, True)},
-            tfrec.DecodeError,
-        ),
-        [],
+        [({}, {"a": [ints(1, 2), ints(3, 4, 5, 6)]})],
+        None,
+        {"a": tfrec.FixedLenSequenceFeature([1, 2], I64, True)},
+        tfrec.DecodeError,
+    ),
+    "list-step-count-before-later-absence": (
+        [({}, {"a": [ints(1), ints(1, 2, 3)]}), ({}, {})],
+        None,
+        {"a": tfrec.FixedLenSequenceFeature([2], I64)},
+        tfrec.DecodeError,
     ),
     "list-total-not-multiple": (
-        (
-            [({}, {"a": [ints(1, 2, 3)]})],
-            None,
-            {"a": tfrec.FixedLenSequenceFeature([2], I64, True)},
-            tfrec.DecodeError,
-        ),
-        [
-            pytest.mark.xfail(
-                strict=True,
-                reason="bug (message): TF says \"Feature list 'a' has an unexpected number "
-                'of values.  Total values size: 3 is not consistent with output shape: [?,2]"',
-            )
-        ],
+        [({}, {"a": [ints(1, 2, 3)]})],
+        None,
+        {"a": tfrec.FixedLenSequenceFeature([2], I64, True)},
+        tfrec.DecodeError,
+    ),
+    "list-largest-total-not-multiple": (
+        [({}, {}), ({}, {"a": [ints(1, 2)]}), ({}, {"a": [ints(1, 2), ints(3)]})],
+        None,
+        {"a": tfrec.FixedLenSequenceFeature([1, 2], I64)},
+        tfrec.DecodeError,
+    ),
+    "list-type-before-other-list-count": (
+        [({}, {"a": [ints(1), ints(1, 2)], "b": [floats(1)]})],
+        None,
+        {"a": tfrec.FixedLenSequenceFeature([], I64, True), "b": tfrec.VarLenFeature(I64)},
+        tfrec.DecodeError,
     ),
     "context-type": (
-        ([({"a": floats(1)}, {})], {"a": tfrec.FixedLenFeature([], I64)}, None, tfrec.DecodeError),
-        [CONTEXT_MESSAGE_BUG],
+        [({"a": floats(1)}, {})],
+        {"a": tfrec.FixedLenFeature([], I64)},
+        None,
+        tfrec.DecodeError,
+    ),
+    "context-type-empty-list": (
+        [({"a": floats()}, {})],
+        {"a": tfrec.VarLenFeature(I64)},
+        None,
+        tfrec.DecodeError,
     ),
     "context-missing": (
-        (
-            [({"a": ints(1)}, {}), ({}, {})],
-            {"a": tfrec.FixedLenFeature([], I64)},
-            None,
-            tfrec.MissingFeatureError,
-        ),
-        [CONTEXT_MESSAGE_BUG],
+        [({"a": ints(1)}, {}), ({}, {})],
+        {"a": tfrec.FixedLenFeature([], I64)},
+        None,
+        tfrec.MissingFeatureError,
+    ),
+    "context-missing-everywhere": (
+        [({}, {}), ({}, {})],
+        {"a": tfrec.FixedLenFeature([2], F32)},
+        None,
+        tfrec.MissingFeatureError,
     ),
     "context-count": (
-        ([({"a": ints(1, 2)}, {})], {"a": tfrec.FixedLenFeature([], I64)}, None, tfrec.DecodeError),
-        [CONTEXT_MESSAGE_BUG],
+        [({"a": ints(1, 2)}, {})],
+        {"a": tfrec.FixedLenFeature([], I64)},
+        None,
+        tfrec.DecodeError,
+    ),
+    "context-count-too-few": (
+        [({"a": ints(1, 2)}, {}), ({"a": ints(1)}, {})],
+        {"a": tfrec.FixedLenFeature([2], I64)},
+        None,
+        tfrec.DecodeError,
+    ),
+    "context-count-too-few-with-default": (
+        [({"a": ints(1)}, {})],
+        {"a": tfrec.FixedLenFeature([2], I64, default_value=[0, 0])},
+        None,
+        tfrec.DecodeError,
+    ),
+    "context-empty-list-before-later-absence": (
+        [({"a": ints()}, {}), ({}, {}), ({"a": ints(1)}, {})],
+        {"a": tfrec.FixedLenFeature([], I64)},
+        None,
+        tfrec.DecodeError,
+    ),
+    "context-type-before-earlier-count": (
+        [({"a": ints(1, 2)}, {}), ({"b": floats(1)}, {})],
+        {"a": tfrec.FixedLenFeature([], I64), "b": tfrec.VarLenFeature(I64)},
+        None,
+        tfrec.DecodeError,
+    ),
+    "list-type-before-context-count": (
+        [({"a": ints(1, 2)}, {"b": [floats(1)]})],
+        {"a": tfrec.FixedLenFeature([], I64)},
+        {"b": tfrec.VarLenFeature(I64)},
+        tfrec.DecodeError,
+    ),
+    "context-count-before-list-count": (
+        [({"a": ints(1, 2)}, {"b": [ints(1, 2)]})],
+        {"a": tfrec.FixedLenFeature([], I64)},
+        {"b": tfrec.FixedLenSequenceFeature([], I64, True)},
+        tfrec.DecodeError,
     ),
 }
 
 
+@pytest.mark.parametrize("names", [None, ["first", "second", "third"]], ids=["no-names", "names"])
 @pytest.mark.parametrize(
     ("examples", "context", "sequence", "error"),
-    [pytest.param(*case, id=name, marks=marks) for name, (case, marks) in SEQUENCE_ERRORS.items()],
+    [pytest.param(*case, id=name) for name, case in SEQUENCE_ERRORS.items()],
 )
 def test_sequence_error_message_is_tf_core(
-    examples: list[tuple[Data, Lists]], context: Any, sequence: Any, error: type[Exception]
+    examples: list[tuple[Data, Lists]], context: Any, sequence: Any, error: type[Exception], names: Any
 ) -> None:
     records = [tfrec_serialize_sequence(*e) for e in examples]
+    names = names[: len(records)] if names else None
     with pytest.raises(tf.errors.InvalidArgumentError) as theirs:
-        tf_parse_sequence(records, context, sequence)
+        tf.io.parse_sequence_example(tf_batch(records), tf_specs(context), tf_specs(sequence), names)
     with pytest.raises(error) as ours:
-        tfrec.parse_sequence_example(records, context, sequence)
+        tfrec.parse_sequence_example(records, context, sequence, names)
     assert str(ours.value) == tf_core(theirs.value)
+
+
+@pytest.mark.parametrize(
+    ("examples", "context", "sequence", "error"),
+    [pytest.param(*case, id=name) for name, case in SEQUENCE_ERRORS.items()],
+)
+def test_single_sequence_error_message_is_tf_core(
+    examples: list[tuple[Data, Lists]], context: Any, sequence: Any, error: type[Exception]
+) -> None:
+    record = tfrec_serialize_sequence(*examples[-1])
+    specs = tf_specs(context), tf_specs(sequence)
+    for name in (None, "one"):
+        theirs = tf_outcome(
+            lambda name=name: tf.io.parse_single_sequence_example(
+                tf.constant(record), *specs, example_name=name
+            )
+        )
+        ours = tfrec_outcome(
+            lambda name=name: tfrec.parse_single_sequence_example(record, context, sequence, name)
+        )
+        assert_same_outcome(ours, theirs)
+        if theirs.kind == "data":
+            assert str(ours.value) == tf_core(theirs.value)
 
 
 def test_error_key_attribute() -> None:
@@ -1598,11 +1652,7 @@ def test_context_feature_with_no_kind_takes_the_default() -> None:
     assert_same_array(context_out["a"], np.array([4]), "a")
 
 
-# -- 7. bugs found by this module: regression tests, and xfail (strict) for those still open -------
-
-
-def _bug(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=f"bug: {reason}")
+# -- 7. bugs found by this module: regression tests -------------------------------------------------
 
 
 def test_lockstep_finds_key_not_in_first_record() -> None:
@@ -1663,10 +1713,6 @@ def test_uniform_row_length_across_examples() -> None:
     assert_same(tfrec.parse_example(records, specs), tf_parse_example(records, specs))  # TF: [[], [[1, 2]]]
 
 
-@_bug(
-    "(or document it) an empty batch with a required context FixedLenFeature: TF raises "
-    '"Inconsistent max number of elements for feature a: expected 1, but found 0", tfrec returns []'
-)
 def test_empty_batch_with_required_context_feature() -> None:
     context = {"a": tfrec.FixedLenFeature([], I64)}
     assert_same_outcome(
@@ -1690,7 +1736,6 @@ def test_bad_entry_beats_missing_feature_in_one_record() -> None:
     assert str(ours.value) == tf_core(theirs.value)
 
 
-@_bug("(message) in one record TF reports the bad entry met last on the wire first; tfrec the first key")
 def test_last_bad_entry_on_the_wire_is_reported() -> None:
     records = [tfrec_serialize({"a": ints(1, 2), "b": strs(b"x")})]
     specs = {"a": tfrec.FixedLenFeature([], I64), "b": tfrec.VarLenFeature(I64)}
@@ -1699,6 +1744,48 @@ def test_last_bad_entry_on_the_wire_is_reported() -> None:
     with pytest.raises(tfrec.DecodeError) as ours:
         tfrec.parse_example(records, specs)
     assert str(ours.value) == tf_core(theirs.value)  # TF: "Key: b ... Data types don't match ..."
+
+
+# Three bad entries (a count, a count, a kind) and a missing required feature, in every wire order:
+# TF checks a record's entries from the last on the wire to the first, then the missing features.
+BAD_ENTRIES = {"a": ints(1, 2, 3), "b": floats(1), "c": ints(1)}
+BAD_ENTRY_SPECS = {
+    "a": tfrec.FixedLenFeature([], I64),
+    "b": tfrec.FixedLenFeature([2], F32),
+    "c": tfrec.VarLenFeature(STR),
+    "d": tfrec.FixedLenFeature([], I64),
+}
+
+
+@pytest.mark.parametrize("order", ["abc", "acb", "bac", "bca", "cab", "cba", "ab", "ca", ""])
+def test_the_last_bad_entry_on_the_wire_is_reported_in_any_order(order: str) -> None:
+    record = tfrec_serialize({key: BAD_ENTRIES[key] for key in order})
+    good = tfrec_serialize({"a": ints(1), "b": floats(1, 2), "c": strs(), "d": ints(1)})
+    for records in ([record], [good, record, record]):
+        theirs = tf_outcome(lambda: tf_parse_example(records, BAD_ENTRY_SPECS))  # noqa: B023
+        ours = tfrec_outcome(lambda: tfrec.parse_example(records, BAD_ENTRY_SPECS))  # noqa: B023
+        assert str(ours.value) == tf_core(theirs.value)
+    theirs = tf_outcome(lambda: tf_parse_single(record, BAD_ENTRY_SPECS))
+    ours = tfrec_outcome(lambda: tfrec.parse_single_example(record, BAD_ENTRY_SPECS))
+    assert str(ours.value) == tf_core(theirs.value)
+
+
+def test_parse_errors_come_before_sparse_and_ragged_assembly() -> None:
+    # TF pairs a SparseFeature's indices with its values, and builds RaggedTensors, after parsing.
+    records = [
+        tfrec_serialize({"i": ints(0, 1), "v": ints(5), "u": ints(1, 2, 3)}),
+        tfrec_serialize({"i": ints(0), "v": ints(5), "u": ints(1), "z": strs(b"x")}),
+    ]
+    specs = {
+        "r": RF(I64, "u", [RF.UniformRowLength(5)]),
+        "s": tfrec.SparseFeature("i", "v", I64, 3),
+        "z": tfrec.VarLenFeature(I64),
+    }
+    with pytest.raises(tf.errors.InvalidArgumentError) as theirs:
+        tf_parse_example(records, specs)
+    with pytest.raises(tfrec.DecodeError) as ours:
+        tfrec.parse_example(records, specs)
+    assert str(ours.value) == tf_core(theirs.value)
 
 
 def test_uniform_row_length_over_ragged_rows() -> None:

@@ -677,6 +677,42 @@ BATCH_ERRORS: list[tuple[str, list[bytes], dict[str, Any], type, str, str, int]]
         "v",
         -1,
     ),
+    (
+        "last-bad-entry-on-the-wire",  # TF checks a record's entries from the last to the first
+        [ex(b=ints(1, 2), c=ints(1), a=floats(1.0))],
+        {"a": VLF(I64), "b": FLF([], I64, default_value=0), "c": FLF([2], I64)},
+        DecodeError,
+        f"{U}, Key: a, Index: 0.  Data types don't match. Expected type: int64, Actual type: float",
+        "a",
+        -1,
+    ),
+    (
+        "last-bad-entry-on-the-wire-not-spec-order",
+        [ex(c=ints(1), a=floats(1.0), b=ints(1, 2))],
+        {"a": VLF(I64), "b": FLF([], I64, default_value=0), "c": FLF([2], I64)},
+        DecodeError,
+        f"{U}, Key: b, Index: 0.  Number of int64 values != expected.  Values size: 2 but output shape: []",
+        "b",
+        -1,
+    ),
+    (
+        "sf-count-mismatch-after-parse-errors",  # TF pairs indices with values after parsing
+        [ex(i=ints(1, 2), v=ints(5)), ex(i=ints(1), v=ints(5), z=strs(b"x"))],
+        {"sp": SF("i", "v", I64, 4), "z": VLF(I64)},
+        DecodeError,
+        f"{U}, Key: z, Index: 1.  Data types don't match. Expected type: int64, Actual type: string",
+        "z",
+        -1,
+    ),
+    (
+        "rf-reshape-after-parse-errors",  # and builds RaggedTensors after parsing
+        [ex(v=ints(1, 2, 3)), ex(v=ints(1), z=strs(b"x"))],
+        {"r": RF(I64, "v", [RF.UniformRowLength(5)]), "z": VLF(I64)},
+        DecodeError,
+        f"{U}, Key: z, Index: 1.  Data types don't match. Expected type: int64, Actual type: string",
+        "z",
+        -1,
+    ),
 ]
 
 
@@ -719,7 +755,23 @@ SINGLE_ERRORS: list[tuple[str, bytes, dict[str, Any], type, str, str]] = [
         ex(a=floats()),
         {"a": FLF([], F32, default_value=1.0)},
         DecodeError,
-        "Key: a.  Number of float values != expected.  Values size: 0 but output shape: []",
+        "Key: a.  Can't parse serialized Example: Some float_list slice was not parsed.",
+        "a",
+    ),
+    (
+        "flf-too-many-strings",
+        ex(a=strs(b"x", b"y")),
+        {"a": FLF([], STR)},
+        DecodeError,
+        "Key: a.  Can't parse serialized Example: Parsing bytes_list failed.",
+        "a",
+    ),
+    (
+        "last-bad-entry-on-the-wire",
+        ex(b=strs(b"x"), a=ints(1, 2)),
+        {"a": VLF(STR), "b": FLF([], I64)},
+        DecodeError,
+        "Key: a.  Data types don't match. Expected type: string, Actual type: int64",
         "a",
     ),
     (
@@ -743,8 +795,8 @@ SINGLE_ERRORS: list[tuple[str, bytes, dict[str, Any], type, str, str]] = [
         ex(a=ints(1, 2, 3)),
         {"a": FLS([2], I64, allow_missing=True)},
         DecodeError,
-        "Key: a.  Number of int64 values is not a multiple of stride length. "
-        "Saw 3 values but output shape is: [?,2]",
+        "Error while parsing feature with key a: number of elements should be divisible by 2, "
+        "found 3 instead",
         "a",
     ),
     (

@@ -206,11 +206,22 @@ def test_parse_sequence_example_batch_of_one_keeps_the_batch_dim() -> None:
 def test_parse_sequence_example_empty_batch() -> None:
     lists_features = {"f": FLS([2], I64, allow_missing=True), "r": RF(STR)}
     context, lists, lengths = tfrec.parse_sequence_example(
-        [], {"c": FLF([2], F32), "t": VLF(STR)}, lists_features
+        [], {"c": FLF([2], F32, default_value=[0.0, 0.0]), "t": VLF(STR)}, lists_features
     )
     assert_same(context, {"c": np.zeros((0, 2), np.float32), "t": sparse([], objs(), [0, 0])})
     assert_same(lists, {"f": np.zeros((0, 0, 2), np.int64), "r": ragged(objs(), [0], [0])})
     assert_same(lengths, {"f": i64()})
+
+
+def test_required_context_feature_no_record_has() -> None:
+    # As TF: the longest list in the batch (none: 0) must have the feature's size, even in an empty batch.
+    for records in ([], [seq(), seq()]):
+        with pytest.raises(MissingFeatureError) as info:
+            tfrec.parse_sequence_example(records, {"c": FLF([2], F32)})
+        assert str(info.value) == "Inconsistent max number of elements for feature c: expected 2, but found 0"
+        assert info.value.key == "c"
+    context, _, _ = tfrec.parse_sequence_example([], {"c": FLF([0], F32)})  # size 0: nothing to find
+    assert_same(context, {"c": np.zeros((0, 0), np.float32)})
 
 
 def test_parse_sequence_example_empty_batch_var_len() -> None:
@@ -266,11 +277,30 @@ DATA_ERRORS: list[tuple[str, list[bytes], dict[str, Any], dict[str, Any], type, 
     ),
     (
         "fls-step-count",
-        [seq(f=[ints(1, 2)]), seq(f=[ints(1, 2), ints(3)])],
+        [seq(f=[ints(1, 2)]), seq(f=[ints(1, 2), ints(3), ints(4, 5, 6)])],
         {},
         {"f": FLS([2], I64)},
         DecodeError,
         f"{U}, Key: f, Index: 1.  Number of values != expected.  values size: 1 but output shape: [2]",
+        "f",
+    ),
+    (
+        "fls-step-count-before-later-absence",
+        [seq(f=[ints(1), ints(2, 3, 4)]), seq()],
+        {},
+        {"f": FLS([2], I64)},
+        DecodeError,
+        f"{U}, Key: f, Index: 0.  Number of values != expected.  values size: 1 but output shape: [2]",
+        "f",
+    ),
+    (
+        "fls-total-not-a-multiple",  # checked first: the largest total of values in the batch
+        [seq(f=[ints(1, 2)]), seq(f=[ints(1, 2), ints(3)])],
+        {},
+        {"f": FLS([2], I64)},
+        DecodeError,
+        "Feature list 'f' has an unexpected number of values.  Total values size: 3 is not consistent "
+        "with output shape: [?,2]",
         "f",
     ),
     (
@@ -297,7 +327,7 @@ DATA_ERRORS: list[tuple[str, list[bytes], dict[str, Any], dict[str, Any], type, 
         {"c": FLF([], I64)},
         {},
         MissingFeatureError,
-        f"{U}, Feature: c (data type: int64) is required but could not be found.",
+        "Feature: c (data type: int64) is required but could not be found.",
         "c",
     ),
     (
@@ -306,8 +336,44 @@ DATA_ERRORS: list[tuple[str, list[bytes], dict[str, Any], dict[str, Any], type, 
         {"c": VLF(I64)},
         {},
         DecodeError,
-        f"{U}, Key: c, Index: 0.  Data types don't match. Expected type: int64, Actual type: float",
+        f"{U}, Context feature: c.  Data types don't match. Expected type: int64",
         "c",
+    ),
+    (
+        "context-too-many",  # checked first: the longest list in the batch
+        [seq({"c": ints()}), seq({"c": ints(1, 2)})],
+        {"c": FLF([], I64)},
+        {},
+        DecodeError,
+        "Inconsistent max number of elements for feature c: expected 1, but found 2",
+        "c",
+    ),
+    (
+        "context-too-few",
+        [seq({"c": ints(1)}), seq({"c": ints()})],
+        {"c": FLF([], I64)},
+        {},
+        DecodeError,
+        "Unexpected number of elements in example <unknown>",
+        "c",
+    ),
+    (
+        "context-kinds-first",  # every context kind, then every step kind, then counts
+        [seq({"c": ints(1, 2)}, f=[floats(1.0)]), seq({"d": floats(1.0)})],
+        {"c": FLF([], I64), "d": VLF(I64)},
+        {"f": VLF(I64)},
+        DecodeError,
+        f"{U}, Context feature: d.  Data types don't match. Expected type: int64",
+        "d",
+    ),
+    (
+        "step-kinds-before-context-counts",
+        [seq({"c": ints(1, 2)}, f=[floats(1.0)])],
+        {"c": FLF([], I64)},
+        {"f": VLF(I64)},
+        DecodeError,
+        f"{U}, Feature list: f, Index: 0.  Data types don't match. Expected type: int64",
+        "f",
     ),
 ]
 
@@ -334,11 +400,14 @@ def test_data_errors(
 def test_single_sequence_errors() -> None:
     with pytest.raises(MissingFeatureError) as info:
         tfrec.parse_single_sequence_example(seq(), context_features={"c": FLF([], F32)})
-    assert str(info.value) == "Feature: c (data type: float) is required but could not be found."
+    assert str(info.value) == "Inconsistent max number of elements for feature c: expected 1, but found 0"
     with pytest.raises(MissingFeatureError, match=r"^Name: <unknown>, Feature list 'f' is required"):
         tfrec.parse_single_sequence_example(seq(), sequence_features={"f": FLS([], F32)})
     with pytest.raises(DecodeError, match=r"Feature list: f, Index: 0\.  Data types don't match"):
         tfrec.parse_single_sequence_example(seq(f=[strs()]), sequence_features={"f": FLS([], F32)})
+    with pytest.raises(DecodeError) as info:  # as TF, the messages name the record
+        tfrec.parse_single_sequence_example(seq({"c": ints(1)}), {"c": VLF(F32)}, example_name="rec")
+    assert str(info.value) == "Name: rec, Context feature: c.  Data types don't match. Expected type: float"
 
 
 def test_malformed_sequence_example_names_the_record() -> None:

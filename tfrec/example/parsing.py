@@ -241,39 +241,62 @@ def _name(names: Sequence[str] | None, row: int) -> str:
 
 
 class _Checks:
-    """Collects data errors across every key and keeps the one of the lowest record, as TF reports."""
+    """Collects data errors across every key and raises the one TensorFlow reports.
 
-    def __init__(self, names: Sequence[str] | None, batched: bool) -> None:
+    TF parses a batch record by record and stops at the first record with a problem. Within that
+    record it walks the feature entries from the last on the wire to the first and stops at the first
+    bad entry (a wrong kind, a wrong count); only when every entry is fine does it look for missing
+    required features, in spec order. Problems found after parsing (a SparseFeature's index and value
+    counts) come last, in spec order. Messages are made at once, but only for a failing key.
+    """
+
+    def __init__(self, names: Sequence[str] | None, batched: bool, records: Sequence[bytes]) -> None:
         self.names = names
         self.batched = batched
-        self.first: tuple[int, Exception] | None = None
+        self.records = records
+        self.entries: list[tuple[int, str, str]] = []  # bad entries: (row, key on the wire, message)
+        self.missing: tuple[int, str, str] | None = None
+        self.later: DecodeError | None = None  # found after parsing: the first in spec order
 
     def where(self, row: int, key: str) -> str:
         if not self.batched:
             return f"Key: {key}."
         return f"Name: {_name(self.names, row)}, Key: {key}, Index: {row}."
 
-    def refuse(
-        self,
-        bad: np.ndarray,
-        key: str,
-        problem: Callable[[int], str],
-        error: type[DecodeError] | type[MissingFeatureError] = DecodeError,
-    ) -> bool:
-        """Note the first row where ``bad`` holds (``problem(row)`` says what); True if any does."""
+    def refuse(self, bad: np.ndarray, key: str, problem: Callable[[int], str]) -> bool:
+        """Note the first row where the entry of ``key`` is bad (``problem(row)`` says how); True if any."""
         rows = np.flatnonzero(bad)
         if not rows.size:
             return False
         row = int(rows[0])
-        # The lowest record wins; within one record a bad entry beats a missing feature, as in TF.
-        if self.first is None or (row, error is MissingFeatureError) < (
-            self.first[0],
-            isinstance(self.first[1], MissingFeatureError),
-        ):
-            exc = error(problem(row), key=key)
-            exc.index = row  # type: ignore[union-attr]
-            self.first = (row, exc)
+        self.entries.append((row, key, problem(row)))
         return True
+
+    def require(self, absent: np.ndarray, key: str, problem: Callable[[int], str]) -> bool:
+        """Note the first row where the required ``key`` is absent; True if any is."""
+        rows = np.flatnonzero(absent)
+        if not rows.size:
+            return False
+        row = int(rows[0])
+        if self.missing is None or row < self.missing[0]:
+            self.missing = (row, key, problem(row))
+        return True
+
+    def refuse_later(self, bad: np.ndarray, key: str, problem: Callable[[int], str]) -> bool:
+        """Note a problem TF finds after parsing (reported only when parsing found none); True if any."""
+        rows = np.flatnonzero(bad)
+        if not rows.size:
+            return False
+        row = int(rows[0])
+        exc = DecodeError(problem(row), key=key)
+        exc.index = row  # type: ignore[attr-defined]
+        self.postpone(exc)
+        return True
+
+    def postpone(self, exc: DecodeError) -> None:
+        """Keep ``exc``, found after parsing, unless an earlier spec had one."""
+        if self.later is None:
+            self.later = exc
 
     def kinds(self, column: Column, kind: int, key: str) -> bool:
         """Refuse rows whose feature has another kind (even when empty)."""
@@ -286,12 +309,35 @@ class _Checks:
             ),
         )
 
+    def _last_on_the_wire(self, row: int, keys: list[str]) -> str:
+        """Of ``keys``, the one whose entry in record ``row`` comes last (TF checks entries backwards)."""
+        found = wire.scan_example(self.records[row], frozenset(k.encode() for k in keys))
+        none = wire.Feature(wire.NONE, ())
+        ends = {k: max((end for _, end in found.get(k.encode(), none).spans), default=-1) for k in keys}
+        return max(keys, key=lambda k: ends[k])  # the first such key on a tie (one entry, two specs)
+
     def raise_first(self) -> None:
-        if self.first is not None:
-            raise self.first[1]
+        exc: DecodeError | MissingFeatureError
+        row = min((entry[0] for entry in self.entries), default=None)
+        if row is not None and (self.missing is None or row <= self.missing[0]):
+            here: dict[str, str] = {}  # the bad entries of that record, in spec order
+            for r, key, message in self.entries:
+                if r == row:
+                    here.setdefault(key, message)
+            key = self._last_on_the_wire(row, list(here)) if len(here) > 1 else next(iter(here))
+            exc = DecodeError(here[key], key=key)
+        elif self.missing is not None:
+            row, key, message = self.missing
+            exc = MissingFeatureError(message, key=key)
+        elif self.later is not None:
+            raise self.later
+        else:
+            return
+        exc.index = row  # type: ignore[union-attr]
+        raise exc
 
 
-def _shape_text(shape: Sequence[int]) -> str:
+def _shape_text(shape: Sequence[int | str]) -> str:
     return "[" + ",".join(map(str, shape)) + "]"  # as TF prints shapes
 
 
@@ -304,26 +350,40 @@ def _fixed(key: str, spec: FixedLenFeature, column: Column, checks: _Checks) -> 
     present = column.kinds == kind
     bad = checks.kinds(column, kind, key)
     bad |= checks.refuse(
-        present & (column.counts != size),
-        key,
-        lambda row: (
-            f"{checks.where(row, key)}  Number of {_LIST_NAME[kind]} values != expected.  "
-            f"Values size: {int(column.counts[row])} but output shape: {_shape_text(spec.shape)}"
-        ),
+        present & (column.counts != size), key, lambda row: _count_problem(checks, key, spec, row, column)
     )
     if spec.default_value is None:
         prefix = "Name: {}, " if checks.batched else ""
-        bad |= checks.refuse(
+        bad |= checks.require(
             column.kinds == wire.NONE,
             key,
             lambda row: (
                 prefix.format(_name(checks.names, row))
                 + f"Feature: {key} (data type: {_TF_NAME[kind]}) is required but could not be found."
             ),
-            MissingFeatureError,
         )
     if bad:
         return None
+    return _fill_fixed(spec, column, present)
+
+
+def _count_problem(checks: _Checks, key: str, spec: FixedLenFeature, row: int, column: Column) -> str:
+    """TF's message for a FixedLenFeature with the wrong number of values in record ``row``."""
+    kind, count = _kind(spec.dtype), int(column.counts[row])
+    if checks.batched:
+        return (
+            f"{checks.where(row, key)}  Number of {_LIST_NAME[kind]} values != expected.  "
+            f"Values size: {count} but output shape: {_shape_text(spec.shape)}"
+        )
+    # parse_single_example fills a fixed-size slice: too many strings overflow it while being parsed.
+    list_name = _LIST_NAME[kind] + "_list"
+    overflow = kind == wire.BYTES and count > math.prod(spec.shape)
+    problem = f"Parsing {list_name} failed." if overflow else f"Some {list_name} slice was not parsed."
+    return f"Key: {key}.  Can't parse serialized Example: {problem}"
+
+
+def _fill_fixed(spec: FixedLenFeature, column: Column, present: np.ndarray) -> np.ndarray:
+    """``[rows] + shape``: each record's values, or the default where the feature is absent."""
     rows = len(column.kinds)
     values = _as_array(column.values)
     if present.all():
@@ -358,6 +418,9 @@ def _sequence(key: str, spec: FixedLenSequenceFeature, column: Column, checks: _
             f"{checks.where(row, key)}  Number of {_LIST_NAME[kind]} values is not a multiple of "
             f"stride length. Saw {int(column.counts[row])} values but output shape is: "
             f"[?,{_shape_text(spec.shape)[1:]}"
+            if checks.batched
+            else f"Error while parsing feature with key {key}: number of elements should be divisible "
+            f"by {stride}, found {int(column.counts[row])} instead"
         ),
     )
     if bad:
@@ -388,10 +451,10 @@ def _sparse(
     for index_key, column in zip(spec.index_key, index_columns, strict=True):
         bad |= checks.kinds(column, wire.INT64, index_key)
         found, wanted = column.counts, value_column.counts
-        bad |= checks.refuse(
+        bad |= checks.refuse_later(
             found != wanted,
             key,
-            # refuse() calls this before the loop moves on: binding the loop variables late is safe.
+            # refuse_later() calls this before the loop moves on: binding the loop variables late is safe.
             lambda row: (
                 f"{checks.where(row, key)}  Number of elements in indices "
                 f"({int(found[row])}) and values ({int(wanted[row])}) do not match"  # noqa: B023
@@ -585,27 +648,35 @@ def _names(names: Any, count: int) -> list[str] | None:
     return out
 
 
+def _output(key: str, spec: Spec, columns: Mapping[bytes, Column], checks: _Checks) -> Any:
+    """One spec's output from the batch's columns (None when ``checks`` noted a problem)."""
+    if isinstance(spec, FixedLenFeature):
+        value = _fixed(key, spec, columns[key.encode()], checks)
+        return value if checks.batched or value is None else value[0]
+    if isinstance(spec, VarLenFeature):
+        return _var_len(key, spec, columns[key.encode()], checks)
+    if isinstance(spec, FixedLenSequenceFeature):
+        value = _sequence(key, spec, columns[key.encode()], checks)
+        return value if checks.batched or value is None else value[0]
+    if isinstance(spec, SparseFeature):
+        return _sparse(key, spec, columns, checks)
+    try:
+        return _ragged(key, spec, columns, checks)
+    except DecodeError as exc:  # TF builds RaggedTensors after parsing: reported after parse errors
+        checks.postpone(exc)
+        return None
+
+
 def _build(
-    plan: _Plan, columns: Mapping[bytes, Column], names: Sequence[str] | None, batched: bool
+    plan: _Plan,
+    columns: Mapping[bytes, Column],
+    names: Sequence[str] | None,
+    batched: bool,
+    records: Sequence[bytes],
 ) -> dict[str, Any]:
-    checks = _Checks(names, batched)
-    out: dict[str, Any] = {}
-    for key, spec in plan.specs.items():
-        value: Any
-        if isinstance(spec, FixedLenFeature):
-            value = _fixed(key, spec, columns[key.encode()], checks)
-            value = value if batched or value is None else value[0]
-        elif isinstance(spec, VarLenFeature):
-            value = _var_len(key, spec, columns[key.encode()], checks)
-        elif isinstance(spec, FixedLenSequenceFeature):
-            value = _sequence(key, spec, columns[key.encode()], checks)
-            value = value if batched or value is None else value[0]
-        elif isinstance(spec, SparseFeature):
-            value = _sparse(key, spec, columns, checks)
-        else:
-            value = _ragged(key, spec, columns, checks)
-        out[key] = value
-    checks.raise_first()  # the lowest record with a problem, whichever key it is in
+    checks = _Checks(names, batched, records)
+    out = {key: _output(key, spec, columns, checks) for key, spec in plan.specs.items()}
+    checks.raise_first()  # the problem TF reports, whichever key it is in
     return out
 
 
@@ -652,7 +723,7 @@ def parse_example(
         columns = gather_columns(records, plan.reads)
     except wire.WireError as exc:
         raise _decode_error(exc, names) from None
-    return _build(plan, columns, names, batched=True)
+    return _build(plan, columns, names, True, records)
 
 
 def parse_single_example(
@@ -678,7 +749,7 @@ def parse_single_example(
         )
     except wire.WireError as exc:
         raise DecodeError(f"Could not parse example input: {exc}") from None
-    return _build(plan, columns, None, batched=False)
+    return _build(plan, columns, None, False, records)
 
 
 # -- sequence examples ----------------------------------------------------------------------------
@@ -742,45 +813,106 @@ def _step_columns(
     return present, steps, np.array(counts, np.int64), values_all
 
 
+# TF's sequence parser checks in phases, each over the whole batch: the kinds of the context features,
+# the kinds of the feature lists' steps, the counts of the context FixedLenFeatures, then those of the
+# FixedLenSequenceFeatures; RaggedTensors are built last. Context messages differ from parse_example's.
+
+
+def _context_kinds(plan: _Plan, columns: Mapping[bytes, Column], names: Sequence[str] | None) -> None:
+    for raw, kind in plan.reads.items():
+        column = columns[raw]
+        rows = np.flatnonzero((column.kinds != wire.NONE) & (column.kinds != kind))
+        if rows.size:
+            key = raw.decode()
+            raise DecodeError(
+                f"Name: {_name(names, int(rows[0]))}, Context feature: {key}.  Data types don't match. "
+                f"Expected type: {_TF_NAME[kind]}",
+                key=key,
+            )
+
+
+def _context_fixed(
+    key: str, spec: FixedLenFeature, column: Column, names: Sequence[str] | None
+) -> np.ndarray:
+    """A context FixedLenFeature, checked as TF does: first the longest value list in the batch."""
+    kind = _kind(spec.dtype)
+    size = math.prod(spec.shape)
+    present = column.kinds == kind
+    longest = int(column.counts.max(initial=0))
+    if spec.default_value is not None:
+        longest = max(longest, size)  # TF counts the default in, so only longer lists fail here
+    if longest != size:
+        # Found 0 when no record has the feature (an empty batch too): a missing required feature.
+        error = DecodeError if present.any() else MissingFeatureError
+        raise error(
+            f"Inconsistent max number of elements for feature {key}: expected {size}, but found {longest}",
+            key=key,
+        )
+    absent = ~present if spec.default_value is None else np.zeros_like(present)
+    rows = np.flatnonzero(absent | (present & (column.counts != size)))
+    if rows.size:
+        row = int(rows[0])
+        exc: DecodeError | MissingFeatureError
+        if absent[row]:
+            problem = f"Feature: {key} (data type: {_TF_NAME[kind]}) is required but could not be found."
+            exc = MissingFeatureError(problem, key=key)
+        else:
+            exc = DecodeError(f"Unexpected number of elements in example {_name(names, row)}", key=key)
+        exc.index = row  # type: ignore[union-attr]
+        raise exc
+    return _fill_fixed(spec, column, present)
+
+
+Steps = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | list[bytes]]
+
+
+def _check_steps(key: str, spec: FixedLenSequenceFeature, found: Steps, names: Sequence[str] | None) -> None:
+    """A FixedLenSequenceFeature's counts, checked as TF does: first the largest total in the batch."""
+    present, steps, counts, _ = found
+    stride = math.prod(spec.shape)
+    sums = np.concatenate(([0], np.cumsum(counts)))
+    ends = np.cumsum(steps)
+    longest = int((sums[ends] - sums[ends - steps]).max(initial=0))
+    if longest % stride:
+        raise DecodeError(
+            f"Feature list '{key}' has an unexpected number of values.  Total values size: {longest} "
+            f"is not consistent with output shape: {_shape_text(('?', *spec.shape))}",
+            key=key,
+        )
+    missing = np.flatnonzero(~present) if not spec.allow_missing else np.empty(0, np.int64)
+    wrong = np.flatnonzero(counts != stride)
+    row_of_step = np.repeat(np.arange(len(steps)), steps)
+    if wrong.size and not (missing.size and missing[0] < row_of_step[wrong[0]]):
+        row = int(row_of_step[wrong[0]])
+        step = int(wrong[0] - (ends[row] - steps[row]))
+        raise DecodeError(
+            f"Name: {_name(names, row)}, Key: {key}, Index: {step}.  Number of values != expected.  "
+            f"values size: {int(counts[wrong[0]])} but output shape: {_shape_text(spec.shape)}",
+            key=key,
+        )
+    if missing.size:
+        raise MissingFeatureError(
+            f"Name: {_name(names, int(missing[0]))}, Feature list '{key}' is required but could not be "
+            "found.  Did you mean to include it in feature_list_dense_missing_assumed_empty or "
+            "feature_list_dense_defaults?",
+            key=key,
+        )
+
+
 def _sequence_outputs(
-    plan: _Plan,
-    records: Sequence[bytes],
-    lists: Sequence[Mapping[bytes, list[wire.Feature]]],
-    names: Sequence[str] | None,
-    batched: bool,
+    plan: _Plan, found: Mapping[str, Steps], rows: int, batched: bool
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     out: dict[str, Any] = {}
     lengths: dict[str, np.ndarray] = {}
     for key, spec in plan.specs.items():
-        kind = _kind(spec.dtype)
-        source = spec.value_key if isinstance(spec, RaggedFeature) and spec.value_key else key
-        present, steps, counts, values = _step_columns(records, lists, source.encode(), kind, source, names)
+        _, steps, counts, values = found[key]
         array = _as_array(values)
         if isinstance(spec, FixedLenSequenceFeature):
-            missing = np.flatnonzero(~present)
-            if missing.size and not spec.allow_missing:
-                row = int(missing[0])
-                raise MissingFeatureError(
-                    f"Name: {_name(names, row)}, Feature list '{key}' is required but could not be found.  "
-                    "Did you mean to include it in feature_list_dense_missing_assumed_empty or "
-                    "feature_list_dense_defaults?",
-                    key=key,
-                )
-            stride = math.prod(spec.shape)
-            wrong = np.flatnonzero(counts != stride)
-            if wrong.size:
-                row = int(np.repeat(np.arange(len(records)), steps)[wrong[0]])
-                step = int(wrong[0] - (np.cumsum(steps) - steps)[row])
-                raise DecodeError(
-                    f"Name: {_name(names, row)}, Key: {key}, Index: {step}.  Number of values != expected.  "
-                    f"values size: {int(counts[wrong[0]])} but output shape: {_shape_text(spec.shape)}",
-                    key=key,
-                )
             padded = _pad_steps(array, steps, spec.shape, spec.dtype, None)
             out[key] = padded if batched else padded[0]
             lengths[key] = steps if batched else steps[0]
         elif isinstance(spec, VarLenFeature):
-            step_rows = np.repeat(np.arange(len(records)), steps)
+            step_rows = np.repeat(np.arange(rows), steps)
             step_index = np.arange(steps.sum()) - np.repeat(np.cumsum(steps) - steps, steps)
             position = np.arange(array.size) - np.repeat(np.cumsum(counts) - counts, counts)
             width = int(counts.max()) if counts.size else 0
@@ -789,7 +921,7 @@ def _sequence_outputs(
             if batched:
                 columns.insert(0, np.repeat(step_rows, counts))
             indices = np.stack(columns, axis=1) if array.size else np.empty((0, len(columns)), np.int64)
-            shape = ([len(records)] if batched else []) + [longest, width]
+            shape = ([rows] if batched else []) + [longest, width]
             out[key] = SparseArray(indices.astype(np.int64), array, np.array(shape, np.int64))
         else:
             splits_dtype = np.dtype(spec.row_splits_dtype)  # type: ignore[union-attr]
@@ -820,7 +952,9 @@ def parse_sequence_example(
     """
     records, single = _records(serialized)
     context_plan, sequence_plan = _sequence_plans(context_features, sequence_features)
-    names = _names(example_names, len(records)) if not single else None
+    if single and isinstance(example_names, (str, bytes)):
+        example_names = [example_names]
+    names = _names(example_names, len(records))
     batched = not single
     scanned_context, lists = [], []
     wanted_context = frozenset(context_plan.reads) if context_plan else frozenset()
@@ -833,15 +967,33 @@ def parse_sequence_example(
             raise _decode_error(exc, names) from None
         scanned_context.append(context)
         lists.append(steps)
-    context_out: dict[str, Any] = {}
+    context_specs = context_plan.specs if context_plan else {}
+    sequence_specs = sequence_plan.specs if sequence_plan else {}
+    columns = columns_from_features(records, scanned_context, context_plan.reads) if context_plan else {}
     if context_plan is not None:
-        columns = columns_from_features(records, scanned_context, context_plan.reads)
-        context_out = _build(context_plan, columns, names, batched)
+        _context_kinds(context_plan, columns, names)
+    found: dict[str, Steps] = {}
+    for key, spec in sequence_specs.items():
+        source = spec.value_key if isinstance(spec, RaggedFeature) and spec.value_key else key
+        found[key] = _step_columns(records, lists, source.encode(), _kind(spec.dtype), source, names)
+    context_out: dict[str, Any] = {}
+    for key, spec in context_specs.items():
+        if isinstance(spec, FixedLenFeature):
+            value = _context_fixed(key, spec, columns[key.encode()], names)
+            context_out[key] = value if batched else value[0]
+    for key, spec in sequence_specs.items():
+        if isinstance(spec, FixedLenSequenceFeature):
+            _check_steps(key, spec, found[key], names)
     lists_out: dict[str, Any] = {}
     lengths: dict[str, np.ndarray] = {}
     if sequence_plan is not None:
-        lists_out, lengths = _sequence_outputs(sequence_plan, records, lists, names, batched)
-    return context_out, lists_out, lengths
+        lists_out, lengths = _sequence_outputs(sequence_plan, found, len(records), batched)
+    checks = _Checks(names, batched, records)
+    for key, spec in context_specs.items():
+        if key not in context_out:
+            context_out[key] = _output(key, spec, columns, checks)
+    checks.raise_first()  # only RaggedTensor problems are left
+    return {key: context_out[key] for key in context_specs}, lists_out, lengths
 
 
 def parse_single_sequence_example(
@@ -863,5 +1015,6 @@ def parse_single_sequence_example(
     records, single = _records(serialized)
     if not single:
         raise SchemaError("Input serialized must be a scalar")
-    context, lists, _ = parse_sequence_example(records[0], context_features, sequence_features)
+    names = None if example_name is None else [example_name]  # TF names the record in its messages
+    context, lists, _ = parse_sequence_example(records[0], context_features, sequence_features, names)
     return context, lists
