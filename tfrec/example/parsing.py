@@ -348,6 +348,8 @@ def _fixed(key: str, spec: FixedLenFeature, column: Column, checks: _Checks) -> 
     kind = _kind(spec.dtype)
     size = math.prod(spec.shape)
     present = column.kinds == kind
+    if present.all() and (column.counts == size).all():  # the usual case: nothing to check or fill
+        return _as_array(column.values).reshape((len(present), *spec.shape))
     bad = checks.kinds(column, kind, key)
     bad |= checks.refuse(
         present & (column.counts != size), key, lambda row: _count_problem(checks, key, spec, row, column)
@@ -633,7 +635,7 @@ def _records(serialized: Any) -> tuple[list[bytes], bool]:
         raise SchemaError(
             f"Expected serialized to be a scalar or vector, got shape: {list(serialized.shape)}"
         )
-    records = list(serialized)
+    records = serialized if type(serialized) is list else list(serialized)
     if set(map(type, records)) - {bytes}:  # bytes already: no copy
         records = [bytes(r) for r in records]
     return records, False
