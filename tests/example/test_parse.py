@@ -1109,3 +1109,17 @@ def test_result_equality() -> None:
     assert ragged(i64(1, 2), [0, 2]) == ragged(i64(1, 2), [0, 2])
     assert ragged(i64(1, 2), [0, 2]) != ragged(i64(1, 2), [0, 2], dtype=np.int64)  # splits dtype counts
     assert ragged(i64(1, 2), [0, 1, 2]) != ragged(i64(1, 2), [0, 2])
+
+
+def test_plans_are_reused_only_for_equal_specs_and_never_for_arrays() -> None:
+    records = [tfrec.encode_example({"b": 1})] * 2
+    default = np.array([5])
+    specs = {"a": FLF([1], I64, default_value=default)}
+    assert tfrec.parse_example(records, specs)["a"].tolist() == [[5], [5]]
+    default[0] = 6  # an array may change in place: its spec is validated again on every call
+    assert tfrec.parse_example(records, specs)["a"].tolist() == [[6], [6]]
+    # Equal-looking values of other types are other specs.
+    assert tfrec.parse_example(records, {"a": FLF([], F32, default_value=1)})["a"].tolist() == [1.0, 1.0]
+    with pytest.raises(tfrec.SchemaError):
+        tfrec.parse_example(records, {"a": FLF([], I64, default_value=1.5)})
+    assert tfrec.parse_example(records, {"a": FLF([], I64, default_value=1)})["a"].tolist() == [1, 1]

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -231,6 +232,38 @@ class _Plan:
             if other != splits_dtype:
                 raise SchemaError(f"Conflicting partition type {other} vs {splits_dtype} for feature {raw}.")
         return RaggedFeature(dtype, value_key, partitions, splits_dtype, bool(feature.validate))
+
+
+_MAX_PLANS = 64  # plans kept for the specs seen last
+_PLANS: dict[tuple[object, ...], _Plan] = {}
+
+
+def _plan(features: Mapping[str, Spec], *, sequence: bool = False) -> _Plan:
+    """The validated plan of ``features``, cached by value: validating costs as much as a small batch."""
+    try:
+        key = (sequence, *((name, _frozen(spec)) for name, spec in features.items()))
+    except TypeError:  # an array in a spec (mutable): validated on every call
+        return _Plan(features, sequence=sequence)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _Plan(features, sequence=sequence)
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a spec or one of its fields, equal only for the same types and values.
+
+    Raises TypeError for what may change in place (arrays, other unhashable objects).
+    """
+    if isinstance(value, (list, tuple)):  # NamedTuple specs and partitions too
+        return (type(value), *map(_frozen, value))
+    if isinstance(value, RaggedFeature):
+        return (RaggedFeature, *(_frozen(getattr(value, f.name)) for f in dataclasses.fields(value)))
+    hash(value)
+    return (type(value), value)
 
 
 # -- errors -------------------------------------------------------------------------------------
@@ -719,7 +752,7 @@ def parse_example(
     records, single = _records(serialized)
     if single:
         return parse_single_example(records[0], features, example_names)
-    plan = _Plan(features)
+    plan = _plan(features)
     names = _names(example_names, len(records))
     try:
         columns = gather_columns(records, plan.reads)
@@ -744,7 +777,7 @@ def parse_single_example(
     records, single = _records(serialized)
     if not single:
         raise SchemaError("Input serialized must be a scalar")
-    plan = _Plan(features)
+    plan = _plan(features)
     try:
         columns = columns_from_features(
             records, [wire.scan_example(records[0], frozenset(plan.reads))], plan.reads
@@ -776,8 +809,8 @@ def _sequence_plans(
                 f"feature list {key!r}: RaggedFeature partitions in sequence_features are not supported"
             )
     return (
-        _Plan(context_features) if context_features else None,
-        _Plan(sequence_features, sequence=True) if sequence_features else None,
+        _plan(context_features) if context_features else None,
+        _plan(sequence_features, sequence=True) if sequence_features else None,
     )
 
 
