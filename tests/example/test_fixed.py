@@ -73,6 +73,10 @@ def test_fixed_layout_agrees_with_per_record_decoding(batch: tuple[list[bytes], 
         assert np.array_equal(got[key].kinds, expected[key].kinds), key
         assert np.array_equal(got[key].counts, expected[key].counts), key
         assert _same(got[key].values, expected[key].values), key
+        if got[key].width is not None:  # a promise that every row holds the wanted kind, that many values
+            assert (expected[key].kinds == wanted[key]).all() and (
+                expected[key].counts == got[key].width
+            ).all()
 
 
 def test_fixed_layout_takes_records_that_repeat_the_template() -> None:

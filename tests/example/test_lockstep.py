@@ -186,6 +186,9 @@ def assert_same_column(got: Column, want: Column, key: bytes) -> None:
     else:
         assert got.values.dtype == want.values.dtype, key
         assert got.values.tobytes() == want.values.tobytes(), key  # floats bit for bit
+    if got.width is not None:  # a promise that every row holds the wanted kind with that many values
+        assert (want.kinds == want.kinds[0]).all() and want.kinds[0] != wire.NONE, key
+        assert (want.counts == got.width).all(), key
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])

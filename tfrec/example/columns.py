@@ -38,11 +38,14 @@ class Column:
         values: the values of the records whose kind is the wanted kind,
             concatenated in record order: int64 or float32 array, or a list of
             bytes.
+        width: when known, that every record holds the wanted kind with this
+            many values (so nothing needs checking or filling); else None.
     """
 
     kinds: np.ndarray
     counts: np.ndarray
     values: np.ndarray | list[bytes]
+    width: int | None = None
 
     def offsets(self) -> np.ndarray:
         """Start of each record's values in :attr:`values` (length ``B + 1``)."""
@@ -167,10 +170,16 @@ def _merge(
     merged = {}
     for key, kind in wanted.items():
         pieces = [columns[key] for _, columns in parts]
+        values = _as_objects(concat_values(kind, [p.values for p in pieces]))
+        width = pieces[0].width
+        if width and all(p.width == width for p in pieces):  # every row full: whole rows, no checks
+            out = values.reshape(-1, width)[where].reshape(-1)
+            kinds, counts = np.full(size, kind, np.int8), np.full(size, width, np.int64)
+            merged[key] = Column(kinds, counts, out.tolist() if kind == wire.BYTES else out, width)
+            continue
         kinds = np.concatenate([p.kinds for p in pieces])[where]
         part_counts = np.concatenate([p.counts for p in pieces])
         counts = part_counts[where]
-        values = _as_objects(concat_values(kind, [p.values for p in pieces]))
         width = int(counts[0]) if size else 0
         if width and (counts == width).all():  # as many values in every row (fixed shapes): whole rows
             out = values.reshape(-1, width)[where].reshape(-1)

@@ -154,15 +154,17 @@ def fixed_columns(
             columns[key] = Column(kinds, np.zeros(count, np.int64), empty_values(kind))
         elif kind == wire.BYTES:
             counts = np.full(count, len(values.spans), np.int64)
-            columns[key] = Column(kinds, counts, _bytes(rows, joined, values.spans))
+            columns[key] = Column(kinds, counts, _bytes(rows, joined, values.spans), len(values.spans))
         else:
             payload = rows[:, values.start : values.end]
             if kind == wire.FLOAT:
                 floats = np.ascontiguousarray(payload).view("<f4").astype(np.float32, copy=False)
-                columns[key] = Column(kinds, np.full(count, floats.shape[1], np.int64), floats.reshape(-1))
+                width = floats.shape[1]
+                columns[key] = Column(kinds, np.full(count, width, np.int64), floats.reshape(-1), width)
             else:
                 ints = _varints(payload, reference[values.start : values.end])
-                columns[key] = Column(kinds, np.full(count, ints.shape[1], np.int64), ints.reshape(-1))
+                width = ints.shape[1]
+                columns[key] = Column(kinds, np.full(count, width, np.int64), ints.reshape(-1), width)
     others = np.ones(len(records), bool)
     others[matched] = False
     return columns, np.flatnonzero(others).tolist()

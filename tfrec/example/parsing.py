@@ -380,6 +380,8 @@ def _shape_text(shape: Sequence[int | str]) -> str:
 def _fixed(key: str, spec: FixedLenFeature, column: Column, checks: _Checks) -> np.ndarray | None:
     kind = _kind(spec.dtype)
     size = math.prod(spec.shape)
+    if column.width == size:  # every record holds its values: nothing to check or fill
+        return _as_array(column.values).reshape((len(column.kinds), *spec.shape))
     present = column.kinds == kind
     if present.all() and (column.counts == size).all():  # the usual case: nothing to check or fill
         return _as_array(column.values).reshape((len(present), *spec.shape))
