@@ -5,7 +5,9 @@ One schema, written once as ``schema(F)`` and built with both libraries
 covers Image (png), ClassLabel (names, num_classes), Text, Tensor (fixed,
 one unknown dimension, zlib, static bytes), Scalar bool, int32, float64,
 uint8, a string Tensor, a nested dict, and Sequences of a tensor, of a dict,
-of a Sequence and of images. Run with ``pytest -m conformance tests/conformance``.
+of a Sequence, of images and of a dict holding a Sequence (deeper nestings go
+through tfds' serializer and parser, in section 2). Run with
+``pytest -m conformance tests/conformance``.
 
 1. tfds prepares a small dataset in a temp dir (a GeneratorBasedBuilder, data
    made in code); tfrec loads its features.json and reads every record of its
@@ -83,6 +85,7 @@ def schema(F: ModuleType) -> dict[str, Any]:
         "seq_d": F.Sequence({"a": F.Text(), "b": F.ClassLabel(names=["x", "y", "z"])}),
         "seq_seq": F.Sequence(F.Sequence(F.Tensor(shape=(), dtype=np.int64))),
         "seq_img": F.Sequence(F.Image(shape=(2, 2, 3)), length=3),
+        "seq_d_seq": F.Sequence({"x": F.Sequence(np.int64), "y": F.Text()}),
     }
 
 
@@ -113,6 +116,7 @@ def example(i: int) -> dict[str, Any]:
         "seq_d": [{"a": f"w{k}é", "b": ("x", "y", "z")[k]} for k in range(n)] if n else {"a": [], "b": []},
         "seq_seq": [] if i == 4 else [list(range(k + i)) for k in range(n + 1)],
         "seq_img": rng.integers(0, 256, (3, 2, 2, 3), dtype=np.uint8),
+        "seq_d_seq": [{"x": list(range(k + i)), "y": f"y{k}"} for k in range(n)] if n else {"x": [], "y": []},
     }
 
 
@@ -123,8 +127,9 @@ def canon(x: Any) -> Any:
     """A comparable form: dtype, shape and exact values; str as UTF-8; ragged as nested lists."""
     if isinstance(x, dict):
         return {k: canon(v) for k, v in x.items()}
-    if isinstance(x, RaggedArray):
-        return ("ragged", x.flat_values.dtype.name, x.to_list())
+    if isinstance(x, RaggedArray):  # strings (tfrec's Text gives str) as tfds' tf.string
+        kind = "string" if x.flat_values.dtype.kind == "O" else x.flat_values.dtype.name
+        return ("ragged", kind, canon_lists(x.to_list()))
     if isinstance(x, tf.RaggedTensor):
         return ("ragged", x.dtype.name, x.to_list())
     if isinstance(x, str):
@@ -138,6 +143,13 @@ def canon(x: Any) -> Any:
         bits = array.view(np.dtype(f"u{array.dtype.itemsize}"))
         return ("array", array.dtype.name, array.shape, bits.ravel().tolist())
     return ("array", array.dtype.name, array.shape, array.ravel().tolist())
+
+
+def canon_lists(x: Any) -> Any:
+    """Nested lists with str as UTF-8 bytes."""
+    if isinstance(x, list):
+        return [canon_lists(v) for v in x]
+    return x.encode("utf-8") if isinstance(x, str) else x
 
 
 def take_rows(x: Any, start: int, stop: int) -> Any:
@@ -503,6 +515,79 @@ def test_edge_dtypes_both_ways(writer: str) -> None:
     for index, (record, theirs) in enumerate(zip(records, expected_values, strict=True)):
         assert_same(ours_features.deserialize_example(record), theirs, f"{writer}[{index}]")
         assert_same(row(batch, index), theirs, f"{writer} batch row {index}")
+
+
+def nested_schema(F: ModuleType) -> dict[str, Any]:
+    """Values inside several Sequences: stored ragged, one row-length list per inner level."""
+    return {
+        "d_seq": F.Sequence({"x": F.Sequence(np.int64)}),
+        "mixed": F.Sequence({"x": F.Sequence(F.Text()), "y": np.int32}),
+        "seq3": F.Sequence(F.Sequence(F.Sequence(np.float32))),
+        "d_seq2": F.Sequence({"x": F.Sequence(F.Sequence(np.int64))}),
+        "seq2_d_seq": F.Sequence(
+            F.Sequence({"x": F.Sequence(np.int64), "l": F.ClassLabel(names=["a", "b"])})
+        ),
+    }
+
+
+NESTED_VALUES = [
+    {
+        "d_seq": [{"x": [1, 2]}, {"x": []}, {"x": [-3]}],
+        "mixed": [{"x": ["a", "é"], "y": 1}, {"x": [], "y": -2}],
+        "seq3": [[[0.5, -0.0], [1.5]], [], [[], [2.5, 3.5, 4.5]]],
+        "d_seq2": [{"x": [[1], [2, 3]]}, {"x": []}],
+        "seq2_d_seq": [[{"x": [1], "l": "b"}, {"x": [], "l": 0}], []],
+    },
+    {
+        "d_seq": {"x": []},
+        "mixed": {"x": [["b"]], "y": [3]},
+        "seq3": [],
+        "d_seq2": [{"x": [[], [4]]}],
+        "seq2_d_seq": [[{"x": [5, 6], "l": "a"}]],
+    },
+    {
+        "d_seq": [{"x": [7]}],
+        "mixed": {"x": [], "y": []},
+        "seq3": [[[9.0]]],
+        "d_seq2": {"x": []},
+        "seq2_d_seq": [],
+    },
+]
+
+
+def feature_bytes(record: bytes) -> dict[str, bytes]:
+    """Each key's Feature bytes. An Example's map order is the protobuf runtime's (tfds' upb
+    writes these keys in hash order), so records are compared key by key."""
+    example = tf.train.Example.FromString(record)
+    return {key: feature.SerializeToString() for key, feature in example.features.feature.items()}
+
+
+def test_nested_sequences_tfds_to_tfrec() -> None:
+    theirs_features = F_TFDS.FeaturesDict(nested_schema(F_TFDS))
+    ours_features = FeaturesDict(nested_schema(F_TFREC))
+    records = [theirs_features.serialize_example(value) for value in NESTED_VALUES]
+    expected_values = tfds_decode(theirs_features, records)
+    batch = ours_features.deserialize_batch(records)
+    for index, (record, theirs) in enumerate(zip(records, expected_values, strict=True)):
+        assert_same(ours_features.deserialize_example(record), theirs, f"record {index}")
+        assert_same(row(batch, index), theirs, f"batch row {index}")
+    even = ours_features.deserialize_batch(records[:1] * 2)  # equal lengths: the dense path
+    assert_same(row(even, 1), expected_values[0], "batch of equal rows")
+
+
+@pytest.mark.parametrize("index", range(len(NESTED_VALUES)))
+def test_nested_sequences_tfrec_writes_tfds_features(index: int) -> None:
+    theirs = F_TFDS.FeaturesDict(nested_schema(F_TFDS)).serialize_example(NESTED_VALUES[index])
+    ours = FeaturesDict(nested_schema(F_TFREC)).serialize_example(NESTED_VALUES[index])
+    assert feature_bytes(ours) == feature_bytes(theirs)
+    assert "seq3/ragged_row_lengths_1" in feature_bytes(ours)
+
+
+@pytest.mark.parametrize("key", sorted(nested_schema(F_TFREC)))
+def test_nested_sequences_json_matches_tfds(key: str) -> None:
+    theirs = tfds_json(F_TFDS.FeaturesDict(nested_schema(F_TFDS))[key])
+    assert FeaturesDict(nested_schema(F_TFREC))[key].to_json() == theirs
+    assert FeatureConnector.from_json(theirs).to_json() == theirs
 
 
 # -- 3. features.json, connector by connector ------------------------------------------------------

@@ -16,10 +16,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from featurecheck import assert_same, bytes_feature, feature_entries, float_feature, int64_feature, strs
+from featurecheck import (
+    assert_same,
+    bytes_feature,
+    feature_entries,
+    float_feature,
+    int64_feature,
+    ragged,
+    strs,
+)
 
 import tfrec
-from tfrec import EncodeError, OptionalDependencyError
+from tfrec import EncodeError, OptionalDependencyError, RaggedArray
 from tfrec.features import ClassLabel, FeaturesDict, Image, Scalar, Sequence, Tensor, Text
 
 
@@ -430,14 +438,59 @@ def test_empty_sequence_decodes_to_the_item_shape(feature: Any, expected: np.nda
     assert_same(round_trip(feature, []), expected)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: Sequence({'x': Sequence(int64)}) raises SchemaError; tfds stores it as "
-    "k/x/ragged_flat_values + k/x/ragged_row_lengths_0 (SPEC §2.1)",
-)
 def test_sequence_of_dict_holding_a_sequence() -> None:
     feature = Sequence({"x": Sequence(np.int64)})
     assert dict(entries(feature, [{"x": [1, 2]}, {"x": []}])) == {
         "k/x/ragged_flat_values": int64_feature(1, 2),
         "k/x/ragged_row_lengths_0": int64_feature(2, 0),
     }
+
+
+def test_sequence_of_dict_mixing_sequences_and_items() -> None:
+    # tfds: the inner Sequence ragged, the plain item stacked, side by side
+    feature = Sequence({"x": Sequence(np.int64), "y": np.int32})
+    value = [{"x": [1, 2], "y": 5}, {"x": [], "y": -6}]
+    assert dict(entries(feature, value)) == {
+        "k/x/ragged_row_lengths_0": int64_feature(2, 0),
+        "k/x/ragged_flat_values": int64_feature(1, 2),
+        "k/y": int64_feature(5, -6),
+    }
+    assert_same(
+        round_trip(feature, value), {"x": ragged([[1, 2], []], np.int64), "y": np.array([5, -6], np.int32)}
+    )
+    features = FeaturesDict({"k": feature})
+    same = features.deserialize_batch([features.serialize_example({"k": value})] * 2)["k"]
+    assert_same(same["y"], np.array([[5, -6], [5, -6]], np.int32))  # equal lengths: dense
+    assert isinstance(same["x"], RaggedArray) and same["x"].to_list() == [[[1, 2], []], [[1, 2], []]]
+    other = features.serialize_example({"k": [{"x": [3], "y": 7}]})
+    batch = features.deserialize_batch([features.serialize_example({"k": value}), other])["k"]
+    assert_same(batch["y"], RaggedArray(np.array([5, -6, 7], np.int32), np.array([0, 2, 3])))
+    assert batch["x"].to_list() == [[[1, 2], []], [[3]]]
+
+
+def test_three_levels_of_sequence_store_two_row_length_lists() -> None:
+    # tfds: ragged_row_lengths_0 counts the lists in each item, _1 the values in each list
+    feature = Sequence(Sequence(Sequence(np.int64)))
+    value = [[[1, 2], [3]], [], [[], [4, 5, 6]]]
+    assert entries(feature, value) == [
+        ("k/ragged_row_lengths_0", int64_feature(2, 0, 2)),
+        ("k/ragged_row_lengths_1", int64_feature(2, 1, 0, 3)),
+        ("k/ragged_flat_values", int64_feature(1, 2, 3, 4, 5, 6)),
+    ]
+    assert round_trip(feature, value).to_list() == value
+    assert dict(entries(feature, [])) == {
+        "k/ragged_row_lengths_0": int64_feature(),
+        "k/ragged_row_lengths_1": int64_feature(),
+        "k/ragged_flat_values": int64_feature(),
+    }
+
+
+def test_sequence_of_dict_holding_a_sequence_of_sequences() -> None:
+    feature = Sequence({"x": Sequence(Sequence(Text()))})
+    value = {"x": [[["a"], ["b", "c"]], []]}  # the dict-of-lists spelling
+    assert dict(entries(feature, value)) == {
+        "k/x/ragged_row_lengths_0": int64_feature(2, 0),
+        "k/x/ragged_row_lengths_1": int64_feature(1, 2),
+        "k/x/ragged_flat_values": bytes_feature(b"a", b"b", b"c"),
+    }
+    assert round_trip(feature, value)["x"].to_list() == [[["a"], ["b", "c"]], []]

@@ -52,8 +52,9 @@ class Case:
 
     ``batch`` says what deserialize_batch gives for rows of different sizes:
     ``"dense"`` (sizes never differ), ``"ragged"`` (RaggedArray leaves),
-    ``"objects"`` (an object array of per-row arrays: bytes-encoded tensors and
-    images whose shapes differ) or ``"nested"`` (Sequence of Sequence: always ragged).
+    ``"objects"`` (an object array of per-row arrays: tensors with an unknown
+    dimension other than the first, and images whose shapes differ) or
+    ``"nested"`` (values inside several Sequences: always ragged).
     """
 
     id: str
@@ -181,14 +182,14 @@ CASES = [
         Tensor(shape=(None, 3), dtype=np.uint8, encoding="zlib"),
         [np.arange(6, dtype=np.uint8).reshape(2, 3), a([[255, 0, 1]], np.uint8)],
         [np.arange(6, dtype=np.uint8).reshape(2, 3), a([[255, 0, 1]], np.uint8)],
-        "objects",
+        "ragged",
     ),
     Case(
         "bool-bytes-var",
         Tensor(shape=(None,), dtype=bool, encoding="bytes"),
         [[True, False, True], [False]],
         [a([True, False, True], bool), a([False], bool)],
-        "objects",
+        "ragged",
     ),
     Case(
         "float32-bytes-2d",
@@ -309,6 +310,48 @@ CASES = [
         [
             {"x": ragged([[1], [], [2, 3]], np.int64), "t": ragged([["a"], [], ["b", "c"]], object)},
             {"x": ragged([[4]], np.int64), "t": ragged([["d"]], object)},
+        ],
+        "nested",
+    ),
+    Case(
+        "seq-dict-seq",
+        Sequence({"x": Sequence(np.int64)}),
+        [[{"x": [1, 2]}, {"x": []}, {"x": [3]}], {"x": [[4]]}, []],
+        [
+            {"x": ragged([[1, 2], [], [3]], np.int64)},
+            {"x": ragged([[4]], np.int64)},
+            {"x": ragged([], np.int64)},
+        ],
+        "nested",
+    ),
+    Case(
+        "seq-seq-seq",
+        Sequence(Sequence(Sequence(np.int64))),
+        [[[[1, 2], [3]], [], [[], [4, 5, 6]]], [[[7]]], []],
+        [
+            RaggedArray(ragged([[1, 2], [3], [], [4, 5, 6]], np.int64), a([0, 2, 2, 4], np.int64)),
+            RaggedArray(ragged([[7]], np.int64), a([0, 1], np.int64)),
+            RaggedArray(ragged([], np.int64), a([0], np.int64)),
+        ],
+        "nested",
+    ),
+    Case(
+        "seq-dict-seq-seq",
+        Sequence({"x": Sequence(Sequence(Text()))}),
+        [[{"x": [["a"], []]}, {"x": []}], [{"x": [["b", "c"]]}]],
+        [
+            {"x": RaggedArray(ragged([["a"], []], object), a([0, 2, 2], np.int64))},
+            {"x": RaggedArray(ragged([["b", "c"]], object), a([0, 1], np.int64))},
+        ],
+        "nested",
+    ),
+    Case(
+        "seq-seq-dict-seq",
+        Sequence(Sequence({"x": Sequence(np.float32)})),
+        [[[{"x": [0.5]}, {"x": []}], []], [[{"x": [1.5, -0.0]}]]],
+        [
+            {"x": RaggedArray(ragged([[0.5], []], np.float32), a([0, 2, 2], np.int64))},
+            {"x": RaggedArray(ragged([[1.5, -0.0]], np.float32), a([0, 1], np.int64))},
         ],
         "nested",
     ),
@@ -552,6 +595,21 @@ ENCODE_ERRORS = [
     ("seq-str", Sequence(Text()), "abc", "meta/k", ["str"]),
     ("seq-seq-leaf", Sequence(Sequence(np.int8)), [[1], [2, 300]], "meta/k[1][1]", ["300", "int8"]),
     (
+        "seq-dict-seq-leaf",
+        Sequence({"x": Sequence(np.int8)}),
+        [{"x": [1]}, {"x": [2, 300]}],
+        "meta/k[1]/x[1]",
+        ["300", "int8"],
+    ),
+    (
+        "seq-seq-seq-leaf",
+        Sequence(Sequence(Sequence(np.int8))),
+        [[[1]], [[], [-200]]],
+        "meta/k[1][1][0]",
+        ["-200"],
+    ),
+    ("seq-dict-seq-str", Sequence({"x": Sequence(np.int64)}), [{"x": "ab"}], "meta/k[0]/x", ["str"]),
+    (
         "image-shape",
         Image(shape=(2, 2, 3)),
         np.zeros((3, 2, 3), np.uint8),
@@ -634,6 +692,34 @@ DECODE_ERRORS = [
     ("int32-out-of-range", Scalar(np.int32), {"": 2**40}, ["int32"], False),
     ("text-not-utf8", Text(), {"": b"\xff"}, ["Text", "UTF-8"], False),
     ("seq-text-not-utf8", Sequence(Text()), {"": [b"ok", b"\xc3"]}, ["Text", "UTF-8"], False),
+    (
+        "seq-seq-lengths-too-long",
+        Sequence(Sequence(np.int64)),
+        {"/ragged_row_lengths_0": [2, 1], "/ragged_flat_values": [1, 2]},
+        ["row lengths", "do not split"],
+        False,
+    ),
+    (
+        "seq-dict-seq-lengths-too-short",
+        Sequence({"x": Sequence(np.int64)}),
+        {"/x/ragged_row_lengths_0": [1], "/x/ragged_flat_values": [1, 2]},
+        ["meta/k/x", "row lengths"],
+        False,
+    ),
+    (
+        "seq-seq-seq-inner-lengths",
+        Sequence(Sequence(Sequence(np.int64))),
+        {"/ragged_row_lengths_0": [1], "/ragged_row_lengths_1": [2], "/ragged_flat_values": [1]},
+        ["row lengths", "do not split"],
+        False,
+    ),
+    (
+        "seq-seq-negative-length",
+        Sequence(Sequence(np.int64)),
+        {"/ragged_row_lengths_0": [3, -1], "/ragged_flat_values": [1, 2]},
+        ["row lengths"],
+        False,
+    ),
     (
         "zlib-corrupt",
         Tensor(shape=(None, None), dtype=np.int32, encoding="zlib"),
@@ -759,7 +845,14 @@ SCHEMA_ERRORS = [
     ("image-uint16-jpeg", lambda: Image(shape=(2, 2, 1), dtype=np.uint16, encoding_format="jpeg"), "uint16"),
     ("sequence-of-unknown", lambda: Sequence(Tensor(shape=(None,), dtype=np.int64)), "unknown dimension"),
     ("sequence-of-dict-unknown", lambda: Sequence({"v": Tensor(shape=(None, 2), dtype=np.int8)}), "unknown"),
-    ("sequence-three-levels", lambda: Sequence(Sequence(Sequence(np.int64))), "two levels"),
+    ("sequence-three-levels-fixed", lambda: Sequence(Sequence(Sequence(np.int64, length=2))), "ragged"),
+    ("sequence-dict-seq-fixed", lambda: Sequence({"x": Sequence(np.int64, length=2)}), "ragged"),
+    ("sequence-dict-seq-fixed-outer", lambda: Sequence({"x": Sequence(np.int64)}, length=2), "ragged"),
+    (
+        "sequence-dict-seq-of-unknown",
+        lambda: Sequence({"x": Sequence(Tensor(shape=(None,), dtype=np.int8))}),
+        "unknown",
+    ),
     ("sequence-seq-fixed-inner", lambda: Sequence(Sequence(np.int64, length=2)), "ragged"),
     ("sequence-seq-fixed-outer", lambda: Sequence(Sequence(np.int64), length=2), "ragged"),
     ("sequence-not-a-feature", lambda: Sequence("nope"), "not a feature"),

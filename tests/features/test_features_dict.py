@@ -251,18 +251,24 @@ def test_empty_batch() -> None:
     assert_same(batch["a"], np.zeros((0,), np.int8))
     assert_same(batch["d"]["e"], np.zeros((0,), np.float32))
     assert len(batch["t"]) == 0 and len(batch["s"]) == 0
+    nested = FeaturesDict({"n": Sequence({"x": Sequence(Sequence(np.int64)), "y": np.int32})})
+    batch = nested.deserialize_batch([])["n"]
+    assert isinstance(batch["x"], RaggedArray) and len(batch["x"]) == 0 and batch["x"].to_list() == []
+    assert_same(batch["y"], RaggedArray(np.zeros((0,), np.int32), np.zeros((1,), np.int64)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a bytes/zlib Tensor with one unknown leading dimension batches rows of different "
-    "lengths as an object array, not the documented RaggedArray",
-)
 def test_bytes_tensor_batch_of_different_lengths_is_ragged() -> None:
     features = FeaturesDict({"k": Tensor(shape=(None, 2), dtype=np.int16, encoding="zlib")})
     records = [features.serialize_example({"k": np.ones((n, 2), np.int16)}) for n in (1, 3)]
     batch = features.deserialize_batch(records)["k"]
     assert isinstance(batch, RaggedArray) and batch.row_splits.tolist() == [0, 1, 4]
+    assert_same(batch.values, np.ones((4, 2), np.int16))
+    # the same rows as a list-stored tensor give
+    lists = FeaturesDict({"k": Tensor(shape=(None, 2), dtype=np.int16)})
+    as_lists = lists.deserialize_batch(
+        [lists.serialize_example({"k": np.ones((n, 2), np.int16)}) for n in (1, 3)]
+    )
+    assert_same(batch, as_lists["k"])
 
 
 # -- metadata: JSON, save and load ---------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Property-based round trips: random nested schemas and matching values (hypothesis).
 
 A small generator draws a schema tree (Tensor of any dtype, shape and
-encoding, Text, ClassLabel, dicts, Sequences, Sequences of Sequences), then
+encoding, Text, ClassLabel, dicts, Sequences of any of them, nested), then
 values for it together with the values they must decode to. Image is left out
 (Pillow is slow and covered in test_connectors).
 """
@@ -28,7 +28,7 @@ SETTINGS = settings(
 
 # A spec is a plain tuple tree, so hypothesis can print and shrink it:
 #   ("tensor", dtype, shape, encoding) | ("text",) | ("label", n, named) | ("dict", ((name, spec), ...))
-#   | ("seq", item spec, length or None) | ("seqseq", leaf spec)
+#   | ("seq", item spec, length or None)
 
 
 @st.composite
@@ -59,11 +59,17 @@ def dict_of(children: st.SearchStrategy[tuple[Any, ...]]) -> st.SearchStrategy[t
     return st.tuples(st.just("dict"), entries.map(tuple))
 
 
-# items of a Sequence: fixed-shape leaves or dicts of them (a Sequence in a Sequence's dict is not supported)
-ITEMS = st.one_of(leaf_specs(True), dict_of(leaf_specs(True)))
-SEQUENCES = st.one_of(
-    st.tuples(st.just("seq"), ITEMS, st.sampled_from([None, None, 2])),
-    st.tuples(st.just("seqseq"), ITEMS),
+# items of a Sequence: fixed-shape leaves, dicts and Sequences of them. A Sequence that holds or sits
+# in another is stored ragged and has no fixed length.
+ITEMS = st.recursive(
+    leaf_specs(True),
+    lambda children: st.one_of(dict_of(children), st.tuples(st.just("seq"), children, st.just(None))),
+    max_leaves=4,
+)
+SEQUENCES = ITEMS.flatmap(
+    lambda item: st.tuples(
+        st.just("seq"), st.just(item), st.just(None) if has(item, "seq") else st.sampled_from([None, None, 2])
+    )
 )
 NODES = st.recursive(
     st.one_of(leaf_specs(False), SEQUENCES),
@@ -87,9 +93,7 @@ def build(spec: tuple[Any, ...]) -> Any:
         )
     if kind == "dict":
         return FeaturesDict({name: build(child) for name, child in spec[1]})
-    if kind == "seq":
-        return Sequence(build(spec[1]), length=spec[2])
-    return Sequence(Sequence(build(spec[1])))
+    return Sequence(build(spec[1]), length=spec[2])
 
 
 def has(spec: tuple[Any, ...], kind: str) -> bool:
@@ -97,7 +101,7 @@ def has(spec: tuple[Any, ...], kind: str) -> bool:
         return True
     if spec[0] == "dict":
         return any(has(child, kind) for _, child in spec[1])
-    return spec[0] in ("seq", "seqseq") and has(spec[1], kind)
+    return spec[0] == "seq" and has(spec[1], kind)
 
 
 def has_bytes_tensor(spec: tuple[Any, ...]) -> bool:
@@ -105,7 +109,7 @@ def has_bytes_tensor(spec: tuple[Any, ...]) -> bool:
         return spec[3] != "none"
     if spec[0] == "dict":
         return any(has_bytes_tensor(child) for _, child in spec[1])
-    return False
+    return spec[0] == "seq" and has_bytes_tensor(spec[1])
 
 
 # -- values: (what the user writes, what decoding gives) -----------------------------------------------
@@ -155,26 +159,40 @@ def values(draw: st.DrawFn, spec: tuple[Any, ...]) -> tuple[Any, Any]:
     if kind == "dict":
         pairs = {name: draw(values(child)) for name, child in spec[1]}
         return {k: v[0] for k, v in pairs.items()}, {k: v[1] for k, v in pairs.items()}
-    if kind == "seq":
-        item, length = spec[1], spec[2]
-        low = 1 if has_bytes_tensor(item) else 0  # empty: see test_empty_sequence_decodes_to_the_item_shape
-        count = length if length is not None else draw(st.integers(low, 3))
-        items = [draw(values(item)) for _ in range(count)]
-        given = [i[0] for i in items]
-        if item[0] == "dict" and draw(st.booleans()):  # tfds' other spelling: a dict of lists
-            given = {name: [g[name] for g in given] for name, _ in item[1]}
-        return given, stacked(item, [i[1] for i in items])
-    low = 1 if has_bytes_tensor(spec[1]) else 0  # no empty leaf list, as above
-    rows = draw(st.lists(st.lists(values(spec[1]), min_size=low, max_size=3), min_size=low, max_size=3))
-    given = [[leaf[0] for leaf in r] for r in rows]
-    splits = np.cumsum([0] + [len(r) for r in rows]).astype(np.int64)
-    return given, ragged_of(spec[1], stacked(spec[1], [leaf[1] for r in rows for leaf in r]), splits)
+    # a Sequence: its items' decoded values gathered per leaf into (nested) lists, see expected()
+    item, length = spec[1], spec[2]
+    low = 1 if has_bytes_tensor(item) else 0  # empty: see test_empty_sequence_decodes_to_the_item_shape
+    count = length if length is not None else draw(st.integers(low, 3))
+    items = [draw(values(item)) for _ in range(count)]
+    given = [i[0] for i in items]
+    if item[0] == "dict" and draw(st.booleans()):  # tfds' other spelling: a dict of lists
+        given = {name: [g[name] for g in given] for name, _ in item[1]}
+    return given, gather(item, [i[1] for i in items])
+
+
+def gather(item: tuple[Any, ...], decoded: list[Any]) -> Any:
+    """Per leaf of ``item`` (through dicts and Sequences), the list of its items' decoded values."""
+    if item[0] == "dict":
+        return {name: gather(child, [d[name] for d in decoded]) for name, child in item[1]}
+    if item[0] == "seq":
+        return gather(item[1], decoded)
+    return decoded
+
+
+def expected(spec: tuple[Any, ...], gathered: Any, depth: int = 0) -> Any:
+    """What ``values`` must decode to: a leaf in one Sequence stacked, in more a RaggedArray per level."""
+    if spec[0] == "dict":
+        return {name: expected(child, gathered[name], depth) for name, child in spec[1]}
+    if spec[0] == "seq":
+        return expected(spec[1], gathered, depth + 1)
+    if depth < 2:
+        return stacked(spec, gathered) if depth else gathered
+    splits = np.cumsum([0] + [len(r) for r in gathered]).astype(np.int64)
+    return RaggedArray(expected(spec, [x for r in gathered for x in r], depth - 1), splits)
 
 
 def stacked(item: tuple[Any, ...], decoded: list[Any]) -> Any:
-    """What a Sequence of ``item`` decodes to: items stacked on a new first dimension."""
-    if item[0] == "dict":
-        return {name: stacked(child, [d[name] for d in decoded]) for name, child in item[1]}
+    """What a Sequence of the leaf ``item`` decodes to: items stacked on a new first dimension."""
     if item[0] == "text" or (item[0] == "tensor" and item[1] is object):
         out = np.empty((len(decoded), *np.shape(decoded[0])) if decoded else (0,), object)
         for i, d in enumerate(decoded):
@@ -186,12 +204,6 @@ def stacked(item: tuple[Any, ...], decoded: list[Any]) -> Any:
     return np.stack([np.asarray(d, dtype) for d in decoded]) if decoded else np.empty((0, *shape), dtype)
 
 
-def ragged_of(item: tuple[Any, ...], flat: Any, splits: np.ndarray) -> Any:
-    if item[0] == "dict":
-        return {name: ragged_of(child, flat[name], splits) for name, child in item[1]}
-    return RaggedArray(flat, splits)
-
-
 # -- the properties ------------------------------------------------------------------------------------
 
 
@@ -199,9 +211,9 @@ def ragged_of(item: tuple[Any, ...], flat: Any, splits: np.ndarray) -> Any:
 @given(data=st.data(), spec=SCHEMAS)
 def test_random_schema_round_trips(data: st.DataObject, spec: tuple[Any, ...]) -> None:
     features = build(spec)
-    value, expected = data.draw(values(spec), label="value")
+    value, gathered = data.draw(values(spec), label="value")
     decoded = features.deserialize_example(features.serialize_example(value))
-    assert_same(decoded, expected)
+    assert_same(decoded, expected(spec, gathered))
 
 
 @SETTINGS
@@ -210,8 +222,8 @@ def test_random_schema_batches(data: st.DataObject, spec: tuple[Any, ...]) -> No
     features = build(spec)
     drawn = data.draw(st.lists(values(spec), min_size=1, max_size=3), label="values")
     batch = features.deserialize_batch([features.serialize_example(v) for v, _ in drawn])
-    for r, (_, expected) in enumerate(drawn):
-        assert_same(row(batch, r), expected, f"row {r}")
+    for r, (_, gathered) in enumerate(drawn):
+        assert_same(row(batch, r), expected(spec, gathered), f"row {r}")
 
 
 @SETTINGS

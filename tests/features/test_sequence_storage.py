@@ -20,6 +20,7 @@ FEATURES = FeaturesDict(
         "words": Sequence({"w": Text(), "tag": ClassLabel(names=["N", "V"])}),
         "nested": Sequence(Sequence(np.int64)),
         "fixed": Sequence(np.int32, length=2),
+        "spans": Sequence({"ids": Sequence(np.int64), "label": Text()}),
     }
 )
 
@@ -34,6 +35,7 @@ def _value(i: int) -> dict[str, Any]:
         "words": [{"w": "a" * (j + 1), "tag": j % 2} for j in range(i % 3)],
         "nested": [[j] * j for j in range(i % 4)],
         "fixed": [i, -i],
+        "spans": [{"ids": list(range(j)), "label": f"s{j}"} for j in range(i % 3)],
     }
 
 
@@ -73,6 +75,21 @@ def test_batches_read_back_as_from_examples(rows: list[int]) -> None:
     assert _same(
         FEATURES.deserialize_batch(sequences, sequence_example=True), FEATURES.deserialize_batch(examples)
     )
+
+
+def test_a_sequence_of_dicts_holding_sequences_becomes_one_list_per_leaf() -> None:
+    blob = FEATURES.serialize_example(_value(5), sequence_example=True)
+    _, lists = tfrec.decode_sequence_example(blob)
+    assert [step.tolist() for step in lists["spans/ids/ragged_flat_values"]] == [[], [0]]
+    assert lists["spans/label"] == [[b"s0"], [b"s1"]]
+    assert "spans/ids/ragged_row_lengths_0" not in lists  # the steps' own lengths
+
+
+def test_three_levels_of_sequence_cannot_be_a_sequence_example() -> None:
+    features = FeaturesDict({"k": Sequence({"x": Sequence(Sequence(np.int64))})})
+    with pytest.raises(tfrec.SchemaError, match="k/x: a value inside three levels"):
+        features.serialize_example({"k": []}, sequence_example=True)
+    assert features.deserialize_example(features.serialize_example({"k": []}))["k"]["x"].to_list() == []
 
 
 def test_a_schema_without_top_level_sequences_cannot_be_a_sequence_example() -> None:

@@ -313,7 +313,7 @@ def _class_labels(feature: FeatureConnector, name: str) -> list[tuple[str, Class
 
 
 def _ragged_key(key: str) -> bool:
-    """Keys of a Sequence of Sequence: their rows are decoded by the Sequence itself."""
+    """Ragged keys (values inside several Sequences): their rows are decoded by the Sequence itself."""
     return key.rsplit("/", 1)[-1].startswith("ragged_")
 
 

@@ -1,8 +1,8 @@
 """The Sequence connector (features layer): a variable (or fixed) number of items of one feature.
 
 Items are stacked along a new leading dimension and stored flattened, as
-tensorflow_datasets does; a sequence of sequences is stored ragged, as
-``key/ragged_flat_values`` plus ``key/ragged_row_lengths_0``.
+tensorflow_datasets does; a value inside several Sequences is stored ragged, as
+``key/ragged_row_lengths_0`` (one list per inner level) plus ``key/ragged_flat_values``.
 
 Example:
     >>> tokens = Sequence(Tensor(shape=(), dtype=np.int64))
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EncodeError, SchemaError
+from ..errors import DecodeError, EncodeError, SchemaError
 from ..example import RaggedArray
 from .base import _TFDS, FeatureConnector, TensorInfo, json_int
 
@@ -27,12 +27,53 @@ FLAT_VALUES = "ragged_flat_values"
 ROW_LENGTHS = "ragged_row_lengths_0"
 
 
+_LENGTH = TensorInfo((), np.dtype(np.int64))
+
+
+def row_lengths(level: int) -> str:
+    """The key of the row lengths of ragged ``level`` (0: the items of the outer sequence)."""
+    return f"ragged_row_lengths_{level}"
+
+
 def _join(*parts: str) -> str:
     return "/".join(p for p in parts if p)
 
 
+def _leaves(feature: FeatureConnector) -> dict[str, tuple[int, TensorInfo]]:
+    """Each value ``feature`` stores, by its key without ragged suffixes: the number of
+    Sequences it sits in (within ``feature``) and how one innermost item is stored."""
+    from .features_dict import FeaturesDict
+
+    if isinstance(feature, Sequence):
+        return {key: (rank + 1, info) for key, (rank, info) in _leaves(feature.feature).items()}
+    if isinstance(feature, FeaturesDict):
+        return {
+            _join(name, key): leaf
+            for name, child in feature.features.items()
+            for key, leaf in _leaves(child).items()
+        }
+    return {key: (0, info) for key, info in feature.flat_infos().items()}
+
+
+def _nested_sequences(feature: FeatureConnector) -> list[Sequence]:
+    """The Sequences directly below ``feature``, through dicts but not through other Sequences."""
+    from .features_dict import FeaturesDict
+
+    if isinstance(feature, Sequence):
+        return [feature]
+    if isinstance(feature, FeaturesDict):
+        return [found for child in feature.features.values() for found in _nested_sequences(child)]
+    return []
+
+
 class Sequence(FeatureConnector):
     """A sequence of items of ``feature`` (a connector, a dict of them, or a dtype).
+
+    Items are stacked along a new leading dimension. A value inside more than
+    one Sequence (``Sequence(Sequence(...))``, or a Sequence of dicts that hold
+    Sequences) is stored ragged, as tensorflow_datasets does:
+    ``key/ragged_row_lengths_{i}`` for each inner level, then
+    ``key/ragged_flat_values``; it decodes to a :class:`~tfrec.RaggedArray`.
 
     Args:
         feature: what each item is.
@@ -41,6 +82,8 @@ class Sequence(FeatureConnector):
     Example:
         >>> Sequence({"word": Text(), "tag": ClassLabel(names=["N", "V"])})
         Sequence(FeaturesDict({'word': Text(), 'tag': ClassLabel(num_classes=2)}))
+        >>> sorted(Sequence({"x": Sequence(np.int64)}).flat_infos())
+        ['x/ragged_flat_values', 'x/ragged_row_lengths_0']
     """
 
     _tfds_name = _TFDS + "sequence_feature.Sequence"
@@ -58,16 +101,17 @@ class Sequence(FeatureConnector):
 
         self.feature = to_connector(feature)
         self.length = None if length is None or length == -1 else int(length)
-        self.ragged = isinstance(self.feature, Sequence)
-        if self.ragged:
-            inner = self.feature.feature  # type: ignore[attr-defined]
-            if self.length is not None or self.feature.length is not None:  # type: ignore[attr-defined]
-                raise SchemaError("a Sequence of Sequence is ragged: neither may have a fixed length")
-            if isinstance(inner, Sequence) or any(None in i.shape for i in inner.flat_infos().values()):
-                raise SchemaError(
-                    "only two levels of Sequence are supported (stored ragged, one row-length list)"
-                )
-        elif any(None in info.shape for info in self.feature.flat_infos().values()):
+        # key -> (rank, item info): rank 1 is stacked here, rank r > 1 is stored ragged
+        self._leaves = {key: (rank + 1, info) for key, (rank, info) in _leaves(self.feature).items()}
+        self.ragged = any(rank > 1 for rank, _ in self._leaves.values())
+        if self.ragged and (
+            self.length is not None or any(s.length is not None for s in _nested_sequences(self.feature))
+        ):
+            raise SchemaError(
+                f"Sequence({self.feature!r}): Sequences inside a Sequence are stored ragged: "
+                "neither may have a fixed length"
+            )
+        if any(None in info.shape for _, info in self._leaves.values()):
             raise SchemaError(
                 f"Sequence({self.feature!r}): items with an unknown dimension cannot be stacked; "
                 "use Sequence(Sequence(...)) or encoding='bytes'"
@@ -78,16 +122,15 @@ class Sequence(FeatureConnector):
         return f"Sequence({self.feature!r}" + (f", length={self.length})" if self.length is not None else ")")
 
     def flat_infos(self) -> dict[str, TensorInfo]:
-        if self.ragged:
-            inner = self.feature.feature  # type: ignore[attr-defined]
-            infos = {}
-            for key, info in inner.flat_infos().items():  # row lengths first, as tfds writes them
-                infos[_join(key, ROW_LENGTHS)] = TensorInfo((None,), np.dtype(np.int64))
-                infos[_join(key, FLAT_VALUES)] = TensorInfo((None, *info.shape), info.dtype)
-            return infos
-        return {
-            key: TensorInfo((self.length, *i.shape), i.dtype) for key, i in self.feature.flat_infos().items()
-        }
+        infos = {}
+        for key, (rank, info) in self._leaves.items():
+            if rank == 1:
+                infos[key] = TensorInfo((self.length, *info.shape), info.dtype)
+                continue
+            for level in range(rank - 1):  # row lengths first, as tfds writes them
+                infos[_join(key, row_lengths(level))] = TensorInfo((None,), np.dtype(np.int64))
+            infos[_join(key, FLAT_VALUES)] = TensorInfo((None, *info.shape), info.dtype)
+        return infos
 
     def _items(self, value: Any, path: str) -> list[Any]:
         if isinstance(value, Mapping):  # a dict of sequences, tfds' other spelling
@@ -107,64 +150,60 @@ class Sequence(FeatureConnector):
             )
         return items
 
-    def _stack(self, encoded: list[dict[str, Any]], infos: dict[str, TensorInfo]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, info in infos.items():
-            values = [e[key] for e in encoded]
-            if info.dtype.kind == "O" and not info.shape:
-                array = np.empty(len(values), object)
-                array[:] = [v[()] if isinstance(v, np.ndarray) else v for v in values]  # 0-d strings
-                out[key] = array
-            else:
-                out[key] = np.stack(values) if values else np.empty((0, *info.shape), info.dtype)
-        return out
-
     def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
         items = self._items(value, path)
-        if not self.ragged:
-            encoded = [self.feature.encode_flat(item, f"{path}[{i}]") for i, item in enumerate(items)]
-            return self._stack(encoded, self.feature.flat_infos())
-        inner = self.feature.feature  # type: ignore[attr-defined]
-        rows = [self.feature._items(item, f"{path}[{i}]") for i, item in enumerate(items)]  # type: ignore[attr-defined]
-        leaves = [
-            inner.encode_flat(leaf, f"{path}[{i}][{j}]")
-            for i, row in enumerate(rows)
-            for j, leaf in enumerate(row)
-        ]
-        stacked = self._stack(leaves, inner.flat_infos())
-        lengths = np.array([len(row) for row in rows], np.int64)
-        out = {}
-        for key, values in stacked.items():
-            out[_join(key, FLAT_VALUES)] = values
-            out[_join(key, ROW_LENGTHS)] = lengths
+        encoded = [self.feature.encode_flat(item, f"{path}[{i}]") for i, item in enumerate(items)]
+        out: dict[str, Any] = {}
+        for key, (rank, info) in self._leaves.items():
+            if rank == 1:
+                out[key] = _stack([e[key] for e in encoded], info)
+                continue
+            # Each item stores this value itself: stacked (rank 2) or ragged. One level more here.
+            levels = [_join(key, row_lengths(level)) for level in range(rank - 2)]
+            values = _join(key, FLAT_VALUES) if levels else key
+            counted = levels[0] if levels else values
+            out[_join(key, row_lengths(0))] = np.array([len(e[counted]) for e in encoded], np.int64)
+            for level, inner in enumerate(levels, 1):
+                out[_join(key, row_lengths(level))] = _concat([e[inner] for e in encoded], _LENGTH)
+            out[_join(key, FLAT_VALUES)] = _concat([e[values] for e in encoded], info)
         return out
 
     def decode_flat(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
-        if self.ragged:
-            return self._decode_ragged(flat, path, batched)
-        keys = list(self.feature.flat_infos())
-        if not batched or not isinstance(flat[keys[0]], RaggedArray):
-            if batched:  # fixed-length sequences: fold the batch into the items, then split back
-                first = flat[keys[0]]
-                merged = {k: _merge_leading(flat[k]) for k in keys}
-                items = self.feature.decode_flat(merged, path, True)
-                return _split_leading(items, first.shape[:2])
-            return self.feature.decode_flat(flat, path, True)  # the items decode like a batch
-        splits = flat[keys[0]].row_splits
-        items = self.feature.decode_flat({k: flat[k].values for k in keys}, path, True)
-        return _batch_of(items, splits)
-
-    def _decode_ragged(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
-        inner = self.feature.feature  # type: ignore[attr-defined]
-        keys = list(inner.flat_infos())
-        lengths = flat[_join(keys[0], ROW_LENGTHS)]
+        # The items decode as a batch of the inner feature: hand it its own layout, items as rows.
+        inner: dict[str, Any] = {}
+        splits = leading = None  # with batched: the records' items, as splits or a dense (B, n)
+        for key, (rank, _) in self._leaves.items():
+            if rank == 1:
+                value = flat[key]
+                if batched and isinstance(value, RaggedArray):
+                    splits, value = value.row_splits, value.values
+                elif batched:  # equal lengths: a dense (B, n, ...)
+                    leading, value = value.shape[:2], _merge_leading(value)
+                inner[key] = value
+                continue
+            # row_lengths_0 counts each item's entries of the next part: row_lengths_1, ... then
+            # the flat values. The inner feature gets every further part grouped by item.
+            stored = [flat[_join(key, row_lengths(level))] for level in range(rank - 1)]
+            stored.append(flat[_join(key, FLAT_VALUES)])
+            if batched:
+                splits = stored[0].row_splits
+            where = _join(path, key)
+            parts = [p.values for p in stored] if batched else stored
+            bounds = _splits(parts[0], len(parts[1]), where)  # item -> its entries of parts[1]
+            for level in range(1, len(parts)):
+                if batched and not np.array_equal(stored[level].row_splits, bounds[splits]):
+                    raise DecodeError(
+                        f"{where}: the stored row lengths do not split each record's values", key=where
+                    )
+                if level == len(parts) - 1:
+                    inner[_join(key, FLAT_VALUES) if rank > 2 else key] = RaggedArray(parts[level], bounds)
+                else:
+                    inner[_join(key, row_lengths(level - 1))] = RaggedArray(parts[level], bounds)
+                    bounds = _splits(parts[level], len(parts[level + 1]), where)[bounds]
+        items = self.feature.decode_flat(inner, path, True)
         if not batched:
-            leaves = inner.decode_flat({k: flat[_join(k, FLAT_VALUES)] for k in keys}, path, True)
-            return _batch_of(leaves, _splits(lengths))
-        values = {k: flat[_join(k, FLAT_VALUES)].values for k in keys}
-        leaves = inner.decode_flat(values, path, True)
-        rows = _batch_of(leaves, _splits(lengths.values))
-        return _batch_of(rows, lengths.row_splits)
+            return items
+        return _rows(items, splits, leading)
 
     def _key(self) -> tuple[Any, ...]:
         return (type(self), self.doc, self.value_range, self.length, self.feature._key())
@@ -181,22 +220,40 @@ class Sequence(FeatureConnector):
         return cls(FeatureConnector.from_json(content["feature"]), content.get("length"))
 
 
-def _splits(lengths: np.ndarray) -> np.ndarray:
+def _stack(values: list[Any], info: TensorInfo) -> Any:
+    """Encoded items stacked along a new leading dimension."""
+    if info.dtype.kind == "O" and not info.shape:
+        array = np.empty(len(values), object)
+        array[:] = [v[()] if isinstance(v, np.ndarray) else v for v in values]  # 0-d strings
+        return array
+    return np.stack(values) if values else np.empty((0, *info.shape), info.dtype)
+
+
+def _concat(values: list[Any], info: TensorInfo) -> np.ndarray:
+    """Encoded rows of items of ``info`` joined end to end."""
+    return np.concatenate(values) if values else np.empty((0, *(d or 0 for d in info.shape)), info.dtype)
+
+
+def _splits(lengths: np.ndarray, count: int, where: str) -> np.ndarray:
+    """Row lengths as row splits, checked against the ``count`` values they split."""
+    lengths = np.asarray(lengths, np.int64)
+    if (lengths < 0).any() or lengths.sum() != count:
+        raise DecodeError(
+            f"{where}: the stored row lengths (total {lengths.sum()}) do not split {count} values", key=where
+        )
     return np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
 
 
-def _batch_of(items: Any, splits: np.ndarray) -> Any:
-    """Group decoded items into rows by ``splits``: a dict of them, or one RaggedArray."""
+def _rows(items: Any, splits: Any, leading: Any) -> Any:
+    """Decoded items grouped by record: dense where they came dense, else a RaggedArray."""
     if isinstance(items, dict):
-        return {k: _batch_of(v, splits) for k, v in items.items()}
+        return {k: _rows(v, splits, leading) for k, v in items.items()}
+    if leading is not None and not isinstance(items, RaggedArray):
+        return items.reshape((*leading, *items.shape[1:]))
+    if splits is None:  # dense (B, n) items, grouped as ragged rows of equal length
+        splits = np.arange(leading[0] + 1, dtype=np.int64) * leading[1]
     return RaggedArray(items, np.asarray(splits, np.int64))
 
 
 def _merge_leading(array: np.ndarray) -> np.ndarray:
     return array.reshape((-1, *array.shape[2:]))
-
-
-def _split_leading(items: Any, leading: tuple[int, ...]) -> Any:
-    if isinstance(items, dict):
-        return {k: _split_leading(v, leading) for k, v in items.items()}
-    return items.reshape((*leading, *items.shape[1:]))

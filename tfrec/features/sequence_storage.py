@@ -1,8 +1,9 @@
 """Storing a schema as a tf.train.SequenceExample instead of an Example (features layer).
 
 The top-level ``Sequence`` features become feature lists, one Feature per
-item; every other feature goes to the context. A ``Sequence(Sequence(...))``
-becomes a feature list whose steps hold the inner sequences. Reading turns
+item; every other feature goes to the context. A value inside two Sequences
+(``Sequence(Sequence(...))``, or a Sequence of dicts holding Sequences) becomes
+a feature list whose steps hold the inner sequences; three levels cannot be stored. Reading turns
 the parsed lists back into the flat layout of an Example, so that decoding is
 shared with :class:`~tfrec.features.FeaturesDict`.
 
@@ -26,7 +27,7 @@ from ..example import (
     encode_sequence_example,
     parse_sequence_example,
 )
-from .sequence import FLAT_VALUES, ROW_LENGTHS
+from .sequence import FLAT_VALUES, ROW_LENGTHS, row_lengths
 from .sequence import Sequence as SequenceConnector
 from .serializer import stored_kind, stored_values
 
@@ -43,8 +44,13 @@ def _lists(features: FeaturesDict) -> dict[str, bool]:
         if isinstance(feature, SequenceConnector):
             for key in feature.flat_infos():
                 full = f"{name}/{key}" if key else name
+                if full.endswith(row_lengths(1)):
+                    raise SchemaError(
+                        f"{full[: -len(row_lengths(1)) - 1]}: a value inside three levels of Sequence "
+                        "cannot be stored in a SequenceExample (a step holds one list)"
+                    )
                 if not full.endswith(ROW_LENGTHS):  # implied by the steps themselves
-                    out[full] = feature.ragged
+                    out[full] = full.endswith(FLAT_VALUES)
     if not out:
         raise SchemaError("a SequenceExample needs at least one top-level Sequence feature")
     return out

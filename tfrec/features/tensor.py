@@ -250,6 +250,9 @@ class Tensor(FeatureConnector):
             return np.empty((0, *(d or 0 for d in self.shape)), self.dtype)
         if all(a.shape == arrays[0].shape for a in arrays):
             return np.stack(arrays)
+        if self.shape[0] is None and None not in self.shape[1:]:  # rows of different lengths
+            splits = np.cumsum([0] + [len(a) for a in arrays], dtype=np.int64)
+            return RaggedArray(np.concatenate(arrays), splits)
         out = np.empty(len(arrays), object)
         out[:] = arrays
         return out
