@@ -187,6 +187,17 @@ def test_infer_nests_slash_keys_and_merges_ragged_pairs(tmp_path: Path) -> None:
     assert batch["tokens"].to_list() == [[[1, 2], [3]], []]
 
 
+def test_infer_nests_one_sequence_per_row_length_list(tmp_path: Path) -> None:
+    written = FeaturesDict({"cube": Sequence(Sequence(Sequence(np.int64)))})
+    values = [[[[1, 2], []], [[3]]], [], [[[4, 5, 6]]]]
+    path = tmp_path / "data.tfrecord"
+    tfrec.write_records(path, [written.serialize_example({"cube": v}) for v in values])
+    inner = Sequence(Sequence(Sequence(np.int64)), doc=doc(3, "ragged rows of int64_list values"))
+    features = check(path, FeaturesDict({"cube": inner}))
+    batch = features.deserialize_batch(list(tfrec.read_records(path)))
+    assert batch["cube"].to_list() == values
+
+
 def test_infer_leaves_a_lone_ragged_key_and_shape_value_pairs_as_tensors(tmp_path: Path) -> None:
     rows = [{"r/ragged_flat_values": [1, 2], "t/shape": [2, 3], "t/value": b"\xff\x01"}] * 2
     features = infer_features(write(tmp_path, rows))

@@ -34,7 +34,7 @@ from ..record import read_records
 from .base import FeatureConnector, dtype_name
 from .features_dict import FeaturesDict
 from .image import Image
-from .sequence import FLAT_VALUES, ROW_LENGTHS, Sequence
+from .sequence import FLAT_VALUES, Sequence
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
 
@@ -42,6 +42,7 @@ __all__ = ["describe_features", "infer_features"]
 
 _PNG = b"\x89PNG\r\n\x1a\n"
 _JPEG = b"\xff\xd8\xff"
+_ROW_LENGTHS_PREFIX = "ragged_row_lengths_"
 _DTYPES = {
     "int64_list": np.dtype(np.int64),
     "float_list": np.dtype(np.float32),
@@ -73,7 +74,8 @@ def infer_features(
     key is missing in some records; single UTF-8 bytes values give ``Text()``,
     single PNG/JPEG values ``Image``, other bytes ``Tensor(dtype=str)``. Keys
     with ``/`` become nested dicts; ``k/ragged_flat_values`` +
-    ``k/ragged_row_lengths_0`` become ``Sequence(Sequence(...))`` under ``k``.
+    ``k/ragged_row_lengths_0`` become ``Sequence(Sequence(...))`` under ``k`` (one more
+    ``Sequence`` for each further ``ragged_row_lengths_{i}``).
     A key that never holds a kind (only empty Features) is left out: its dtype
     is unknown. The proposal is a starting point: check it (ClassLabels,
     ``encoding="bytes"`` tensors and fixed image sizes are not guessed).
@@ -171,7 +173,7 @@ def _propose(seen: dict[str, _Seen], total: int) -> dict[str, FeatureConnector]:
         if not stats.kinds:
             continue  # never held a kind: no dtype to propose
         parent, _, leaf = key.rpartition("/")
-        if parent and leaf in (FLAT_VALUES, ROW_LENGTHS):
+        if parent and (leaf == FLAT_VALUES or leaf.startswith(_ROW_LENGTHS_PREFIX)):
             ragged = _ragged(seen, parent, total)
             if ragged is not None:
                 flat.setdefault(parent, ragged)
@@ -181,12 +183,22 @@ def _propose(seen: dict[str, _Seen], total: int) -> dict[str, FeatureConnector]:
 
 
 def _ragged(seen: dict[str, _Seen], parent: str, total: int) -> FeatureConnector | None:
-    values, lengths = seen.get(f"{parent}/{FLAT_VALUES}"), seen.get(f"{parent}/{ROW_LENGTHS}")
-    if values is None or lengths is None or lengths.kinds != {"int64_list"} or len(values.kinds) != 1:
+    """``Sequence`` nested once per row-length list (``_0``, ``_1``, ...) around the flat values."""
+    values = seen.get(f"{parent}/{FLAT_VALUES}")
+    levels = 0
+    while f"{parent}/{_ROW_LENGTHS_PREFIX}{levels}" in seen:
+        if seen[f"{parent}/{_ROW_LENGTHS_PREFIX}{levels}"].kinds != {"int64_list"}:
+            return None
+        levels += 1
+    others = [k for k in seen if k.startswith(f"{parent}/{_ROW_LENGTHS_PREFIX}")]
+    if values is None or not levels or len(others) != levels or len(values.kinds) != 1:
         return None
     kind = next(iter(values.kinds))
     doc = f"inferred from {total} records: ragged rows of {kind} values" + _missing(values, total)
-    return Sequence(Sequence(Tensor(shape=(), dtype=_DTYPES[kind])), doc=doc)
+    feature: FeatureConnector = Tensor(shape=(), dtype=_DTYPES[kind])
+    for _ in range(levels):
+        feature = Sequence(feature)
+    return Sequence(feature, doc=doc)
 
 
 def _connector(stats: _Seen, total: int) -> FeatureConnector:
