@@ -394,14 +394,13 @@ def _gather_numeric(
     payload = _ragged_gather(u8, starts, lengths)
     if kind == wire.FLOAT:
         return lengths // 4, payload.view("<f4").astype(np.float32, copy=False)  # payload is a copy
-    terminal = payload < 0x80
+    last = np.flatnonzero(payload < 0x80)  # each varint's final byte
+    if last.size == payload.size:  # every value below 128: one byte each
+        return lengths.copy(), payload.astype(np.int64)
     ends = np.cumsum(lengths)
-    total = np.zeros(payload.size + 1, np.int64)
-    np.cumsum(terminal, out=total[1:])
-    counts = total[ends] - total[ends - lengths]
-    if terminal.all():  # every value below 128: one byte each
-        return counts, payload.astype(np.int64)
-    return counts, wire.varints_of(payload).view(np.int64)
+    # A row's values: the final bytes within it (each row's payload ends with one: checked).
+    counts = np.diff(np.searchsorted(last, ends), prepend=0)
+    return counts, wire.varints_of(payload, last).view(np.int64)
 
 
 def _gather_bytes(

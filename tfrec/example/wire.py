@@ -264,10 +264,13 @@ def decode_varints(data: bytes, start: int, end: int) -> np.ndarray:
     return varints_of(raw)
 
 
-def varints_of(raw: np.ndarray) -> np.ndarray:
-    """Decode the packed varints that fill the uint8 array ``raw``, as uint64."""
-    terminal = raw < 0x80
-    last = np.flatnonzero(terminal)  # the final byte of each varint
+def varints_of(raw: np.ndarray, last: np.ndarray | None = None) -> np.ndarray:
+    """Decode the packed varints that fill the uint8 array ``raw``, as uint64.
+
+    ``last``: the positions of the bytes below 0x80 (each varint's final byte), if known.
+    """
+    if last is None:
+        last = np.flatnonzero(raw < 0x80)
     if not last.size or last[-1] != raw.size - 1:
         raise WireError("a packed varint list is truncated")
     if last.size == raw.size:
