@@ -184,3 +184,13 @@ def test_varints_up_to_three_bytes_decode_back() -> None:
     tokens = np.array([0, 127, 128, 16_383, 16_384, 2**21 - 1, 5], np.int64)  # each varint length's edges
     data = FeaturesDict({"t": Tensor(shape=(None,), dtype=np.int64)}).serialize_example({"t": tokens})
     assert tfrec.decode_example(data)["t"].tolist() == tokens.tolist()
+
+
+def test_entry_heads_stay_right_when_the_remembered_sizes_overflow(monkeypatch: Any) -> None:
+    from tfrec.features import serializer
+
+    monkeypatch.setattr(serializer, "_MAX_HEADS", 3)
+    features = FeaturesDict({"t": Text(), "n": Tensor(shape=(None,), dtype=np.int64)})
+    for size in [0, 1, 200, 1, 5000, 2, 3, 4, 200, 0]:
+        value = {"t": "x" * size, "n": np.arange(size, dtype=np.int64) * 1000}
+        assert features.serialize_example(value) == reference(features, value)

@@ -42,6 +42,7 @@ __all__ = ["compile_encoder", "stored_kind", "stored_values"]
 
 Encoder = Callable[[Any, list[bytes]], None]  # (value, parts): append the value's entries to parts
 
+_MAX_HEADS = 1024  # entry heads remembered per feature
 _MASK64 = (1 << 64) - 1  # an int64 is stored as the varint of its two's complement bits
 _F4 = np.dtype("<f4")
 _pack_f4, _unpack_f4 = struct.Struct("<f").pack, struct.Struct("<f").unpack
@@ -63,6 +64,20 @@ def stored_values(value: Any, kind: int) -> Any:
     if array.dtype == np.uint64:
         return array.view(np.int64).ravel()
     return array.astype(np.int64, copy=False).ravel()
+
+
+class _Heads(dict[int, bytes]):
+    """``packed_head`` of one key and kind by payload size: a feature's entries repeat a few sizes."""
+
+    def __init__(self, key: bytes, kind: int) -> None:
+        super().__init__()
+        self.key, self.kind = key, kind
+
+    def __missing__(self, size: int) -> bytes:
+        if len(self) >= _MAX_HEADS:
+            self.clear()
+        head = self[size] = packed_head(self.key, self.kind, size)
+        return head
 
 
 def compile_encoder(features: FeaturesDict) -> Callable[[Any], bytes]:
@@ -152,6 +167,8 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
         if not scalar:
             return slow
 
+        heads = _Heads(key, kind)
+
         def encode_bytes(value: Any, parts: list[bytes]) -> None:
             if type(value) is str:
                 try:
@@ -160,7 +177,7 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
                     return slow(value, parts)
             elif type(value) is not bytes:
                 return slow(value, parts)
-            parts += (packed_head(key, kind, len(value)), value)
+            parts += (heads[len(value)], value)
 
         return encode_bytes
 
@@ -168,6 +185,8 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
         if dtype == np.float64:  # float32 must hold its values exactly: left to to_array
             return slow
         fixed = packed_head(key, kind, 4 * math.prod(d or 0 for d in shape)) if known else b""
+
+        heads = _Heads(key, kind)
 
         def encode_floats(value: Any, parts: list[bytes]) -> None:
             if array_fits(value):
@@ -181,13 +200,15 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
                     return slow(value, parts)
             else:
                 return slow(value, parts)
-            parts += (fixed or packed_head(key, kind, len(data)), data)
+            parts += (fixed or heads[len(data)], data)
 
         return encode_floats
 
     # Ints and bools: varints of their int64 values (uint64 bit-cast). Python scalars within range.
     info = np.iinfo(dtype) if dtype.kind in "iu" else None
     low, high = (int(info.min), int(info.max)) if info is not None else (0, 1)
+
+    heads = _Heads(key, kind)
 
     def encode_ints(value: Any, parts: list[bytes]) -> None:
         if array_fits(value):
@@ -198,7 +219,7 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
             data = varint(value & _MASK64)
         else:
             return slow(value, parts)
-        parts += (packed_head(key, kind, len(data)), data)
+        parts += (heads[len(data)], data)
 
     return encode_ints
 
@@ -208,6 +229,8 @@ def _label_encoder(label: ClassLabel, path: str) -> Encoder:
     slow = _reference_encoder(label, path)
     key = path.encode()
 
+    heads = _Heads(key, wire.INT64)
+
     def encode(value: Any, parts: list[bytes]) -> None:
         if type(value) is int:
             index: int | None = value if -1 <= value < label.num_classes else None
@@ -216,7 +239,7 @@ def _label_encoder(label: ClassLabel, path: str) -> Encoder:
         if index is None:
             return slow(value, parts)
         data = varint(index & _MASK64)
-        parts += (packed_head(key, wire.INT64, len(data)), data)
+        parts += (heads[len(data)], data)
 
     return encode
 
@@ -224,6 +247,8 @@ def _label_encoder(label: ClassLabel, path: str) -> Encoder:
 def _text_encoder(text: Text, path: str) -> Encoder:
     slow = _reference_encoder(text, path)
     key = path.encode()
+
+    heads = _Heads(key, wire.BYTES)
 
     def encode(value: Any, parts: list[bytes]) -> None:
         data = None
@@ -237,6 +262,6 @@ def _text_encoder(text: Text, path: str) -> Encoder:
             pass  # the reference path words the error
         if data is None:
             return slow(value, parts)
-        parts += (packed_head(key, wire.BYTES, len(data)), data)
+        parts += (heads[len(data)], data)
 
     return encode
