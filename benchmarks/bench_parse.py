@@ -11,8 +11,8 @@ with a FixedLenFeature):
   a: 100,000 records: "image" 3 KiB of bytes, "label" int64, "embedding" 128 float32,
      "tokens" 32 int64, "text" a short string;
   b: 1,000,000 records: "label" int64, "score" float32, "id" int64;
-  c: as a, but 10% of the records (at random) have no "text" feature, so the batch decoder
-     sends them (and every record of a batch whose first record lacks it) to its per-record path;
+  c: as a, but 10% of the records (at random) have no "text" feature: an optional key, which the
+     batch decoder reads as missing while walking those records with the others;
      "text" has a default_value in a and c alike.
 
 Rows, all over the same records in one run:
@@ -82,7 +82,7 @@ WORKLOADS = {  # name: (records, fields, fraction of records without "text")
 TITLES = {
     "a": "image 3 KiB bytes + int64 label + 128 float32 + 32 int64 tokens + short string",
     "b": "three scalars: int64 label, float32 score, int64 id",
-    "c": "as a, 10% of the records without 'text' (per-record fallback)",
+    "c": "as a, 10% of the records without 'text' (an optional key)",
 }
 TFREC_LABEL = "tfrec parse_example"
 TFREC_FILE_LABEL = "tfrec read_records + parse_example"
