@@ -573,6 +573,9 @@ ENCODE_ERRORS = [
     ("text-surrogate", Text(), "\ud800", "meta/k", ["UTF-8"]),
     ("text-not-str", Text(), 3, "meta/k", ["expected str", "int"]),
     ("string-tensor-int", Tensor(shape=(None,), dtype=str), ["a", 1], "meta/k", ["str or bytes", "int"]),
+    ("string-tensor-surrogate", Tensor(shape=(None,), dtype=str), ["a", "\udc80"], "meta/k", ["UTF-8"]),
+    ("string-scalar-surrogate", Tensor(shape=(), dtype=str), "\ud800", "meta/k", ["UTF-8"]),
+    ("class-name-not-utf8", ClassLabel(names=["cat"]), b"\xff", "meta/k", ["UTF-8"]),
     (
         "class-unknown-name",
         ClassLabel(names=["cat", "dog", "bird"]),

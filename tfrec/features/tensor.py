@@ -71,7 +71,10 @@ def to_array(
             kinds = sorted({type(v).__name__ for v in items if not isinstance(v, (str, bytes))})
             raise EncodeError(f"{where}: expected str or bytes values, found {', '.join(kinds)}", key=path)
         array = np.empty(raw.shape, object)
-        array.ravel()[:] = [v.encode("utf-8") if isinstance(v, str) else v for v in items]
+        try:
+            array.ravel()[:] = [v.encode("utf-8") if isinstance(v, str) else v for v in items]
+        except UnicodeEncodeError as exc:  # a lone surrogate
+            raise EncodeError(f"{where}: a str not encodable as UTF-8 ({exc.reason})", key=path) from None
     else:
         raw = np.asarray(value)
         if raw.dtype.kind not in "biuf":

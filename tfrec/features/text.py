@@ -154,8 +154,13 @@ class ClassLabel(FeatureConnector):
 
     def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
         try:
-            if isinstance(value, (str, bytes)):
-                index = self.str2int(value.decode() if isinstance(value, bytes) else value)
+            if isinstance(value, bytes):
+                try:
+                    value = value.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise EncodeError(f"a class name in bytes that are not UTF-8 ({exc.reason})") from None
+            if isinstance(value, str):
+                index = self.str2int(value)
             elif isinstance(value, (int, np.integer, np.ndarray)) and np.asarray(value).dtype.kind in "iu":
                 if np.ndim(value):
                     raise EncodeError(f"expected one class, found an array of shape {np.shape(value)}")
