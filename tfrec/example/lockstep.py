@@ -1,11 +1,16 @@
 """Decode a batch of Examples that share one layout, all at once in numpy (example layer).
 
 Records written by one writer list the same keys in the same order with the
-same kinds; only lengths and values differ. The first record's layout becomes
-a template, and every record is walked through it together: each step (a tag,
-a varint length, a key) is one numpy operation over the whole batch. Records
-that stray from the template at any step are marked odd and left to the
-per-record decoder, so one unusual record never slows the others down.
+same kinds; only lengths and values differ. One record's layout (the longest
+of the first few, or the layout that served the previous batch) becomes a
+template, and every record is walked through it together. Where every row's
+entry starts like the template's (tags, key, widths of the lengths), the entry
+is one window compare per batch; otherwise it is walked field by field, each
+step (a tag, a varint length, a key) one numpy operation over the whole batch.
+A row that lacks a template key (an optional feature) reads it as missing.
+Records that stray from the template otherwise are marked odd and left to
+another template or the per-record decoder, so one unusual record never slows
+the others down.
 
 Example:
     >>> columns, odd = lockstep_columns(records, {b"label": INT64})
@@ -28,7 +33,6 @@ __all__ = ["lockstep_columns"]
 _MIN_BATCH = 4  # below this the per-record decoder is as fast
 _TEMPLATE_CANDIDATES = 16  # records looked at to pick the template
 _PAD = 16  # zero bytes after the batch, so fixed-width gathers stay in bounds
-_TEN = np.arange(10)
 _TAG_OF_KIND = {wire.BYTES: 0x0A, wire.FLOAT: 0x12, wire.INT64: 0x1A}
 
 
