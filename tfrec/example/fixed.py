@@ -2,12 +2,13 @@
 
 Records of one writer very often have the same length and the same bytes
 everywhere but in their values: same keys in the same order, same list
-lengths. The first record then serves as a byte template: one numpy compare
-checks the structural bytes (tags, lengths, keys) of every record of the same
-length at once, and each feature's values are gathered as columns of fixed
-offsets. Packed varints must also keep their continuation bits, so that their
-boundaries are the template's. Records that differ anywhere are left to the
-lockstep decoder (:mod:`tfrec.example.lockstep`).
+lengths. The first record then serves as a byte template: the records of its
+length are viewed as the rows of one 2-D array, one compare checks their
+structural bytes (tags, lengths, keys), and each feature's values are columns
+of fixed offsets. Packed varints must also keep their continuation bits, so
+that their boundaries are the template's. Layouts are kept between batches by
+record length. Records that differ anywhere are left to the lockstep decoder
+(:mod:`tfrec.example.lockstep`).
 
 Example:
     >>> columns, rest = fixed_columns(records, {b"label": INT64})
