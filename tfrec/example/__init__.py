@@ -17,12 +17,8 @@ from .codec import (
     encode_sequence_example,
     encode_typed_example,
 )
-from .parsing import (
-    parse_example,
-    parse_sequence_example,
-    parse_single_example,
-    parse_single_sequence_example,
-)
+from .parsing import parse_example, parse_single_example
+from .sequence_parsing import parse_sequence_example, parse_single_sequence_example
 from .specs import (
     FixedLenFeature,
     FixedLenSequenceFeature,

@@ -4,7 +4,7 @@ Parsing is batch-oriented: a list of serialized Examples goes in, and for each
 requested key comes out a :class:`Column`, the kind found in each record, the
 number of values in each, and all values concatenated. Spec semantics (shapes,
 defaults, padding, sparse and ragged layouts) are applied to columns by
-:mod:`tfrec.example.parsing`, so the per-record and the lockstep decoders share them.
+:mod:`tfrec.example.outputs`, so the per-record and the lockstep decoders share them.
 
 Example:
     >>> columns = gather_columns([data0, data1], {b"label": INT64})

@@ -1,0 +1,247 @@
+"""Plans: parse specs validated once, with the raw features they read (example layer).
+
+A plan checks a ``{key: spec}`` mapping as ``tf.io`` does (shapes known, dtypes
+supported, defaults that fit, no key read two ways), keeps each spec in a
+normalised form, and lists the wire keys to decode with the kind each must have.
+Plans are cached by the specs' values: validating costs as much as a small batch.
+
+Example:
+    >>> plan = _plan({"label": FixedLenFeature([], int64, default_value=0)})
+    >>> plan.reads
+    {b'label': 3}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import SchemaError
+from . import wire
+from .checks import _TF_NAME
+from .specs import (
+    PARTITIONS,
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    RaggedFeature,
+    SparseFeature,
+    VarLenFeature,
+    as_dtype,
+    float32,
+    int64,
+    string,
+)
+
+Spec = FixedLenFeature | VarLenFeature | FixedLenSequenceFeature | SparseFeature | RaggedFeature
+_KIND = {id(int64): wire.INT64, id(float32): wire.FLOAT, id(string): wire.BYTES}
+
+
+def _kind(dtype: np.dtype) -> int:
+    return _KIND[id(dtype)]
+
+
+def _object_array(values: list[bytes]) -> np.ndarray:
+    out = np.empty(len(values), object)
+    out[:] = values
+    return out
+
+
+def _shape(key: str, feature: Any) -> tuple[int, ...]:
+    if feature.shape is None:
+        raise SchemaError(f"Missing shape for feature {key}. Received feature={feature}.")
+    shape = tuple(feature.shape)
+    if isinstance(feature, FixedLenFeature) and shape and shape[0] is None:
+        raise SchemaError(
+            f"First dimension of shape for feature {key} unknown. "
+            f"Consider using FixedLenSequenceFeature. Received feature={feature}."
+        )
+    if any(d is None for d in shape):
+        raise SchemaError(
+            f"All dimensions of shape for feature {key} need to be known but received {list(shape)}."
+        )
+    if any(int(d) < 0 for d in shape):
+        raise SchemaError(f"feature {key}: dimensions must be >= 0, got {list(shape)}")
+    return tuple(int(d) for d in shape)
+
+
+def _dtype(key: str, feature: Any) -> np.dtype:
+    if feature.dtype is None:
+        raise SchemaError(f"Missing type for feature {key}. Received feature={feature}.")
+    try:
+        return as_dtype(feature.dtype)
+    except SchemaError as exc:
+        raise SchemaError(f"feature {key}: {exc}") from None
+
+
+def _default(key: str, dtype: np.dtype, value: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A FixedLenFeature default as an array of ``shape`` (reshaped, never broadcast)."""
+    if value is None:
+        return None
+    try:
+        if dtype == string:
+            items = np.asarray(value, dtype=object).ravel().tolist()
+            if not all(isinstance(v, (str, bytes)) for v in items):
+                raise TypeError(f"expected str or bytes values, got {value!r}")
+            array = _object_array([v.encode() if isinstance(v, str) else bytes(v) for v in items])
+        else:
+            raw = np.asarray(value)
+            # As TF: numpy arrays are cast; Python floats are not silently truncated to ints.
+            python_floats = not isinstance(value, np.ndarray) and raw.dtype.kind == "f" and raw.size
+            if raw.dtype.kind in "SUO" or (dtype == int64 and python_floats):
+                raise TypeError(f"cannot convert {value!r} to {dtype}")
+            array = raw.astype(dtype).ravel()
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"feature {key}: default_value does not fit dtype {dtype}: {exc}") from None
+    if array.size != math.prod(shape):
+        raise SchemaError(
+            f"feature {key}: default_value has {array.size} values, but the shape {list(shape)} needs "
+            f"{math.prod(shape)} (it is reshaped, never broadcast)"
+        )
+    if array.size == 0:
+        return None  # as in TF: an empty default leaves the feature required
+    return array.reshape(shape)
+
+
+class _Plan:
+    """Validated specs, and the raw features they read (key -> kind)."""
+
+    def __init__(self, features: Mapping[str, Spec], *, sequence: bool = False) -> None:
+        self.specs: dict[str, Spec] = {}
+        self.reads: dict[bytes, int] = {}
+        self._readers: dict[bytes, str] = {}  # which kind of spec reads each key: dense/sparse/ragged
+        self._splits_dtypes: dict[str, np.dtype] = {}  # ragged keys: their row_splits dtype
+        for key in sorted(features):
+            feature = features[key]
+            if isinstance(feature, FixedLenSequenceFeature) and not sequence and not feature.allow_missing:
+                raise SchemaError("Unsupported: FixedLenSequenceFeature requires allow_missing to be True.")
+        for key in sorted(features):
+            self._add(key, features[key], sequence)
+
+    def _read(self, key: str, kind: int, role: str) -> None:
+        raw = key.encode()
+        if self.reads.get(raw, kind) != kind:
+            raise SchemaError(
+                f"Conflicting type {_TF_NAME[self.reads[raw]]} vs {_TF_NAME[kind]} for feature {key}."
+            )
+        other = self._readers.get(raw, role)
+        if other != role:
+            raise SchemaError(f"{other.capitalize()} and {role} keys must not intersect; both read {key!r}")
+        self.reads[raw] = kind
+        self._readers[raw] = role
+
+    def _add(self, key: str, feature: Any, sequence: bool) -> None:
+        if isinstance(feature, FixedLenFeature):
+            dtype, shape = _dtype(key, feature), _shape(key, feature)
+            spec: Spec = FixedLenFeature(shape, dtype, _default(key, dtype, feature.default_value, shape))
+            self._read(key, _kind(dtype), "dense")
+        elif isinstance(feature, FixedLenSequenceFeature):
+            dtype, shape = _dtype(key, feature), _shape(key, feature)
+            if math.prod(shape) == 0:
+                raise SchemaError(
+                    f"feature {key}: a FixedLenSequenceFeature needs a shape with values, got {list(shape)}"
+                )
+            pad = None
+            if feature.default_value is not None:
+                if sequence:
+                    raise SchemaError(f"Value feature_list.dense_defaults[{key}] must be None")
+                pad = _default(key, dtype, feature.default_value, ())
+            spec = FixedLenSequenceFeature(shape, dtype, feature.allow_missing, pad)
+            self._read(key, _kind(dtype), "dense")
+        elif isinstance(feature, VarLenFeature):
+            dtype = _dtype(key, feature)
+            spec = VarLenFeature(dtype)
+            self._read(key, _kind(dtype), "sparse")
+        elif isinstance(feature, SparseFeature) and not sequence:
+            spec = self._sparse(key, feature)
+        elif isinstance(feature, RaggedFeature):
+            spec = self._ragged(key, feature)
+        else:
+            raise SchemaError(f"Unsupported {type(feature).__name__} {feature} for key '{key}'")
+        self.specs[key] = spec
+
+    def _sparse(self, key: str, feature: SparseFeature) -> SparseFeature:
+        if not feature.index_key:
+            raise SchemaError(f"Missing index_key for SparseFeature {feature}.")
+        if not feature.value_key:
+            raise SchemaError(f"Missing value_key for SparseFeature {feature}.")
+        dtype = _dtype(key, feature)
+        if isinstance(feature.index_key, str):
+            if isinstance(feature.size, bool) or not isinstance(feature.size, (int, np.integer)):
+                raise SchemaError(f"SparseFeature {key}: size must be an int when index_key is a str")
+            index_keys, sizes = [feature.index_key], [int(feature.size)]
+        else:
+            index_keys = list(feature.index_key)
+            if not isinstance(feature.size, (list, tuple)):
+                raise SchemaError(f"SparseFeature {key}: size must be a list when index_key is a list")
+            sizes = [int(s) for s in feature.size]
+            if len(sizes) != len(index_keys):
+                raise SchemaError(f"SparseFeature {key}: index_key and size have different lengths")
+        for index_key in index_keys:
+            self._read(index_key, wire.INT64, "sparse")
+        self._read(feature.value_key, _kind(dtype), "sparse")
+        return SparseFeature(
+            tuple(index_keys), feature.value_key, dtype, tuple(sizes), bool(feature.already_sorted)
+        )
+
+    def _ragged(self, key: str, feature: RaggedFeature) -> RaggedFeature:
+        if feature.value_key is not None and not isinstance(feature.value_key, str):
+            raise SchemaError(f"Argument `value_key` must be a string; got {feature.value_key}")
+        if feature.value_key == "":
+            raise SchemaError("Argument `value_key` must not be empty")
+        dtype = _dtype(key, feature)
+        splits_dtype = np.dtype(getattr(feature.row_splits_dtype, "name", feature.row_splits_dtype))
+        if splits_dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
+            raise SchemaError(
+                f"Argument `row_splits_dtype` must be int32 or int64; got {feature.row_splits_dtype!r}"
+            )
+        partitions = tuple(feature.partitions)
+        for partition in partitions:
+            if not isinstance(partition, PARTITIONS):
+                raise SchemaError(
+                    f"Argument `partitions` holds {partition!r}, which is not a RaggedFeature partition"
+                )
+            if not isinstance(partition, RaggedFeature.UniformRowLength):
+                self._read(partition.key, wire.INT64, "ragged")
+        value_key = feature.value_key or key
+        self._read(value_key, _kind(dtype), "ragged")
+        for raw in [value_key] + [p.key for p in partitions if hasattr(p, "key")]:
+            other = self._splits_dtypes.setdefault(raw, splits_dtype)
+            if other != splits_dtype:
+                raise SchemaError(f"Conflicting partition type {other} vs {splits_dtype} for feature {raw}.")
+        return RaggedFeature(dtype, value_key, partitions, splits_dtype, bool(feature.validate))
+
+
+_MAX_PLANS = 64  # plans kept for the specs seen last
+_PLANS: dict[tuple[object, ...], _Plan] = {}
+
+
+def _plan(features: Mapping[str, Spec], *, sequence: bool = False) -> _Plan:
+    """The validated plan of ``features``, cached by value: validating costs as much as a small batch."""
+    try:
+        key = (sequence, *((name, _frozen(spec)) for name, spec in features.items()))
+    except TypeError:  # an array in a spec (mutable): validated on every call
+        return _Plan(features, sequence=sequence)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _Plan(features, sequence=sequence)
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a spec or one of its fields, equal only for the same types and values.
+
+    Raises TypeError for what may change in place (arrays, other unhashable objects).
+    """
+    if isinstance(value, (list, tuple)):  # NamedTuple specs and partitions too
+        return (type(value), *map(_frozen, value))
+    if isinstance(value, RaggedFeature):
+        return (RaggedFeature, *(_frozen(getattr(value, f.name)) for f in dataclasses.fields(value)))
+    hash(value)
+    return (type(value), value)
