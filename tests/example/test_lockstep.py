@@ -442,3 +442,59 @@ def test_long_entries_and_values_in_lockstep() -> None:
     assert parsed["k" * 200].values.tolist() == [big, b""] * 5
     assert parsed["n"].row_splits.tolist() == np.cumsum([0, 100, 101, 102, 103, 104]).tolist()
     assert parsed["n"].values.tolist() == [v for i in range(5) for v in range(100 + i)]
+
+
+# -- found in review: odd templates, malformed lists, very long bytes lists ---------------------------
+
+ODD_TEMPLATES = [  # (records: each batch repeats one record, wanted); a reviewer's reproducers
+    ([b"\n\x0b\n\t\n\x01a\x12\x04\x1a\x02\x08\x00"], {b"a": wire.INT64}),  # unpacked int64 list
+    ([b"\n\x0f\n\r\n\x01a\x12\x08\x1a\x06\x08\x04\x08\x05\x08\x07"], {b"a": wire.INT64}),
+    ([b"\n\x0c\n\n\n\x01a\x12\x05\x1a\x03\x12\x01\x05"], {b"a": wire.INT64}),  # unknown field in the list
+    ([b"\n\r\x8a\x00\n\n\x01a\x12\x05\x1a\x03\n\x01\x07"], {b"a": wire.INT64}),  # a 2-byte entry tag
+    ([b"\n\r\x8a\x00\n\n\x01a\x12\x05\x1a\x03\n\x01\x07"], {b"b": wire.INT64}),
+    # The wrong kind, and a malformed list that must not be decoded (the kind is the error).
+    ([b"\n\x15\n\x13\n\x01a\x12\x0e\x1a\x0c\x08" + b"\xff" * 10 + b"\x01"], {b"a": wire.FLOAT}),
+    ([b"\n\r\n\x0b\n\x01a\x12\x06\n\x04\n\x05ab"], {b"a": wire.INT64}),
+    # Malformed packed runs: an 11-byte varint, a run ending inside a varint, 3 bytes of floats.
+    ([b"\n\x16\n\x14\n\x01a\x12\x0f\x1a\r\n\x0b" + b"\x81" * 10 + b"\x01"], {b"a": wire.INT64}),
+    ([b"\n\r\n\x0b\n\x01a\x12\x06\x1a\x04\n\x02\x05\x81"], {b"a": wire.INT64}),
+    ([b"\n\x0e\n\x0c\n\x01a\x12\x07\x12\x05\n\x03abc"], {b"a": wire.FLOAT}),
+]
+
+
+@pytest.mark.parametrize("copies", [4, 8])
+@pytest.mark.parametrize(("record", "wanted"), ODD_TEMPLATES)
+def test_odd_template_records_decode_as_the_per_record_decoder_does(
+    record: list[bytes], wanted: dict[bytes, int], copies: int
+) -> None:
+    records = record * copies
+    lockstep._TEMPLATES.clear()
+    want = _per_record_outcome(records, wanted)
+    assert _gather_outcome(records, wanted) == want
+    assert _gather_outcome(records, wanted) == want  # again, with whatever layouts were kept
+
+
+def _gather_outcome(records: list[bytes], wanted: dict[bytes, int]) -> Any:
+    return _outcome(lambda: gather_columns(records, wanted))
+
+
+def _per_record_outcome(records: list[bytes], wanted: dict[bytes, int]) -> Any:
+    return _outcome(lambda: _per_record(records, list(range(len(records))), wanted))
+
+
+def _outcome(decode: Any) -> Any:
+    """The columns as lists, or the error with its message and record."""
+    try:
+        columns = decode()
+    except wire.WireError as exc:
+        return ("error", str(exc), exc.index)  # type: ignore[attr-defined]
+    return {k: (c.kinds.tolist(), c.counts.tolist(), list(c.values)) for k, c in columns.items()}
+
+
+def test_a_few_very_long_bytes_lists_leave_the_lockstep_walk() -> None:
+    records = [ex(s=strs(b"x")) for _ in range(200)]
+    records[7] = ex(s=strs(*[b""] * 5000))
+    result = lockstep_columns(records, {b"s": wire.BYTES}, reuse=False)
+    assert result is not None and result[1] == [7]  # walked no further than lockstep._MAX_ROUNDS values
+    got = gather_columns(records, {b"s": wire.BYTES})
+    assert got[b"s"].counts.tolist() == [1] * 7 + [5000] + [1] * 192

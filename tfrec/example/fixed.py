@@ -57,6 +57,13 @@ def _layout(data: bytes, wanted: Mapping[bytes, int]) -> tuple[np.ndarray, dict[
     """
     if _template(data, wanted) is None:
         return None
+    try:
+        return _regions(data, wanted)
+    except wire.WireError:  # a malformed list in the template: left to the other decoders
+        return None
+
+
+def _regions(data: bytes, wanted: Mapping[bytes, int]) -> tuple[np.ndarray, dict[bytes, _Values]] | None:
     structure = np.full(len(data), 0xFF, np.uint8)
     found: dict[bytes, _Values] = {}
     ((_, _, features),) = wire._fields(data, 0, len(data))
@@ -83,6 +90,11 @@ def _layout(data: bytes, wanted: Mapping[bytes, int]) -> tuple[np.ndarray, dict[
             if len(fields) > 1 or (fields and fields[0][:2] != (1, 2)):
                 return None  # not one packed run
             start, end = fields[0][2] if fields else (body[1], body[1])
+            # Rows share the template's value boundaries, so its run must be well formed.
+            if kind == wire.FLOAT and (end - start) % 4:
+                return None
+            if kind == wire.INT64:
+                wire.decode_varints(data, start, end)  # raises for a truncated or overlong varint
             structure[start:end] = 0x80 if kind == wire.INT64 else 0
             found[key] = _Values(kind, start, end, ())
     return structure, found
@@ -108,8 +120,8 @@ def _cached_layout(
         return None
     if len(_LAYOUTS) >= _MAX_LAYOUTS:
         _LAYOUTS.clear()
-    _LAYOUTS[key] = (np.frombuffer(bytes(template), np.uint8), *layout)
-    return _LAYOUTS[key]
+    cached = _LAYOUTS[key] = (np.frombuffer(bytes(template), np.uint8), *layout)
+    return cached
 
 
 def fixed_columns(

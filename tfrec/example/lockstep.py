@@ -18,7 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -32,6 +32,8 @@ __all__ = ["lockstep_columns"]
 
 _MIN_BATCH = 4  # below this the per-record decoder is as fast
 _TEMPLATE_CANDIDATES = 16  # records looked at to pick the template
+_MAX_ROUNDS = 64  # bytes values per row walked together before long lists go to the per-record decoder
+_FEW_ROWS = 8  # ... when at most one row in this many still has values
 _PAD = 16  # zero bytes after the batch, so fixed-width gathers stay in bounds
 _TAG_OF_KIND = {wire.BYTES: 0x0A, wire.FLOAT: 0x12, wire.INT64: 0x1A}
 
@@ -84,42 +86,53 @@ def _headers(data: bytes, template: list[_Entry]) -> list[_Header | None]:
 
     A wanted key's header reaches its values: the BytesList's contents, or a
     numeric list's packed run. Entries with an empty Feature or an empty numeric
-    list are left to the field-by-field walk, which handles rows that differ there.
+    list, and any other form than the canonical one (one-byte tags, one packed
+    run), are left to the field-by-field walk, which checks every row there.
     """
-    headers: list[_Header | None] = []
+    try:
+        return [_header(data, start, entry) for start, entry in _entry_starts(data, template)]
+    except (IndexError, wire.WireError):  # a form _template accepts but headers do not describe
+        return [None] * len(template)
+
+
+def _entry_starts(data: bytes, template: list[_Entry]) -> Iterator[tuple[int, _Entry]]:
     _, pos = wire._varint(data, 1)  # past the Features tag and length (_template checked them)
     for entry in template:
-        start = pos
-        entry_length, pos = wire._varint(data, pos + 1)
-        entry_end = pos + entry_length
-        varints = [(1, pos - start - 1)]
-        key_length, pos = wire._varint(data, pos + 1)
-        pos += key_length
-        # Then the Feature's length; for a wanted key the list's (after its kind's tag), and for
-        # numbers the packed run's length; each length after a one-byte tag.
-        steps = 2 if entry.wanted and entry.kind != wire.NONE else 1
-        usable = entry.kind != wire.NONE or not entry.wanted
-        for _ in range(steps):
-            value, end = wire._varint(data, pos + 1)
-            varints.append((pos + 1 - start, end - pos - 1))
-            pos = end
-        if steps == 2 and entry.kind != wire.BYTES:
-            if value == 0:
-                usable = False
-            else:
-                _, end = wire._varint(data, pos + 1)
-                varints.append((pos + 1 - start, end - pos - 1))
-                pos = end
-        if usable and all(width <= _MAX_HEADER_VARINT for _, width in varints):
-            check = np.full(pos - start, 0xFF, np.uint8)
-            for column, width in varints:
-                check[column : column + width] = 0x80
-            pattern = np.frombuffer(data, np.uint8, pos - start, start) & check
-            headers.append(_Header(pos - start, pattern.view(f"V{pos - start}"), check, varints))
-        else:
-            headers.append(None)
-        pos = entry_end
-    return headers
+        yield pos, entry
+        length, end = wire._varint(data, pos + 1)
+        pos = end + length
+
+
+def _header(data: bytes, start: int, entry: _Entry) -> _Header | None:
+    # (tag, whether a length follows it) from the entry's tag on: the entry, its key, the Feature;
+    # for a wanted key, the list (after its kind's tag) and for numbers the packed run.
+    fields = [(0x0A, True), (0x0A, False), (0x12, True)]
+    if entry.wanted:
+        if entry.kind == wire.NONE:
+            return None
+        fields.append((_TAG_OF_KIND[entry.kind], True))
+        if entry.kind != wire.BYTES:
+            fields.append((0x0A, True))
+    varints = []
+    pos = start
+    for number, (tag, is_length) in enumerate(fields):
+        if data[pos] != tag:
+            return None  # another form (a wider tag, an unpacked list): walked field by field
+        value, end = wire._varint(data, pos + 1)
+        if not is_length:  # the key: its length, then its bytes
+            pos = end + value
+            continue
+        if number == 3 and value == 0 and entry.kind != wire.BYTES:
+            return None  # an empty numeric list: no packed run to describe
+        varints.append((pos + 1 - start, end - pos - 1))
+        pos = end
+    if any(width > _MAX_HEADER_VARINT for _, width in varints):
+        return None
+    check = np.full(pos - start, 0xFF, np.uint8)
+    for column, width in varints:
+        check[column : column + width] = 0x80
+    pattern = np.frombuffer(data, np.uint8, pos - start, start) & check
+    return _Header(pos - start, pattern.view(f"V{pos - start}"), check, varints)
 
 
 _MAX_TEMPLATES = 64  # layouts kept between batches
@@ -163,26 +176,31 @@ class _Batch:
 
     def varint(self, pos: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Read a varint at ``pos`` (in ``rows`` only, if given); return ``(value, next pos)``."""
-        first = self.u8[self._clip(pos)].astype(np.int64)
-        if (first < 0x80).all():  # the common case: every length fits in one byte
-            value, size = first, np.ones_like(first)
-        else:  # byte by byte, only as far as the longest varint of the batch goes
-            value, size = first & 0x7F, np.ones_like(first)
-            going = first >= 0x80
-            for shift in range(7, 70, 7):
-                if not going.any():
-                    break
-                byte = self.u8[self._clip(pos + size)].astype(np.int64)
-                value = np.where(going, value | ((byte & 0x7F) << shift), value)
-                size += going
-                going &= byte >= 0x80
-            valid = ~going & (value >= 0) & (value <= self.limit)  # no length exceeds the batch
+        value, size, valid = self.read_varint(pos)
+        if valid is not None:
             self.ok &= valid if rows is None else valid | ~rows
-            value = np.where(valid, value, 0)
         if rows is not None:
             value = np.where(rows, value, 0)
             size = np.where(rows, size, 0)
         return value, pos + size
+
+    def read_varint(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The varints at ``pos``: values (0 where invalid), sizes, and which are valid (None: all)."""
+        first = self.u8[self._clip(pos)].astype(np.int64)
+        if (first < 0x80).all():  # the common case: every length fits in one byte
+            return first, np.ones_like(first), None
+        # Byte by byte, only as far as the longest varint of the batch goes.
+        value, size = first & 0x7F, np.ones_like(first)
+        going = first >= 0x80
+        for shift in range(7, 70, 7):
+            if not going.any():
+                break
+            byte = self.u8[self._clip(pos + size)].astype(np.int64)
+            value = np.where(going, value | ((byte & 0x7F) << shift), value)
+            size += going
+            going &= byte >= 0x80
+        valid = ~going & (value >= 0) & (value <= self.limit)  # no length exceeds the batch
+        return np.where(valid, value, 0), size, valid
 
     def key(self, pos: np.ndarray, key: bytes) -> np.ndarray:
         """Check that the bytes at ``pos`` are ``key``; return the position after it."""
@@ -329,20 +347,33 @@ def _window_varint(window: np.ndarray, column: int, width: int) -> np.ndarray:
 
 
 def _bytes_values(batch: _Batch, pos: np.ndarray, end: np.ndarray) -> list[tuple[np.ndarray, ...]]:
-    """Walk the repeated bytes values of a BytesList in every row; return (round, rows, starts, lengths)."""
+    """Walk the repeated bytes values of a BytesList in every row; return (round, rows, starts, lengths).
+
+    Each round reads one more value of the rows that have more, so a round costs
+    what those rows cost. A few rows with very long lists are left to the
+    per-record decoder rather than walked value by value.
+    """
     rounds: list[tuple[np.ndarray, ...]] = []
-    active = batch.ok & (pos < end)
+    batch.ok &= pos <= end
+    rows = np.flatnonzero(batch.ok & (pos < end))
+    at, stop = pos[rows], end[rows]
     step = 0
-    while active.any():
-        rows = np.flatnonzero(active)
-        at = batch.expect(pos, 0x0A, active)
-        length, at = batch.varint(at, active)
-        rounds.append((np.full(rows.size, step), rows, at[rows], length[rows]))
-        pos = np.where(active, at + length, pos)
-        batch.ok &= ~active | (pos <= end)
-        active = batch.ok & (pos < end)
+    while rows.size:
+        if step >= _MAX_ROUNDS and rows.size * _FEW_ROWS < batch.ok.size:
+            batch.ok[rows] = False
+            break
+        good = batch.u8[batch._clip(at)] == 0x0A
+        length, size, valid = batch.read_varint(at + 1)
+        if valid is not None:
+            good &= valid
+        start = at + 1 + size
+        rounds.append((np.full(rows.size, step), rows, start, length))
+        at = start + length
+        good &= at <= stop
+        batch.ok[rows[~good]] = False
+        more = good & (at < stop)
+        rows, at, stop = rows[more], at[more], stop[more]
         step += 1
-    batch.ok &= pos == end
     return rounds
 
 
