@@ -160,6 +160,9 @@ ODD_FORMS: list[tuple[str, bytes, dict[str, Any]]] = [
     ),
     ("unpacked-non-minimal", example(entry("a", int64_feature(b"\x08\x82\x80\x00"))), {"a": i64(2)}),
     ("length-non-minimal", example(entry("a", bytes_feature(b"\x0a\x81\x00x"))), {"a": [b"x"]}),
+    # Tags of two bytes (TensorFlow's fast parser knows only one-byte tags and refuses or skips them).
+    ("entry-tag-non-minimal", b"\x0a\x0d\x8a\x00" + entry("a", ints(7))[1:], {"a": i64(7)}),
+    ("packed-tag-non-minimal", example(entry("a", int64_feature(b"\x8a\x00\x01\x07"))), {"a": i64(7)}),
     # Float payloads bit for bit.
     (
         "float-bits",
