@@ -488,7 +488,12 @@ def _outcome(decode: Any) -> Any:
         columns = decode()
     except wire.WireError as exc:
         return ("error", str(exc), exc.index)  # type: ignore[attr-defined]
-    return {k: (c.kinds.tolist(), c.counts.tolist(), list(c.values)) for k, c in columns.items()}
+    return {k: (c.kinds.tolist(), c.counts.tolist(), _bits(c.values)) for k, c in columns.items()}
+
+
+def _bits(values: Any) -> Any:
+    """Values comparable bit for bit (NaN payloads, -0.0)."""
+    return list(values) if isinstance(values, list) else (values.dtype, values.tobytes())
 
 
 def test_a_few_very_long_bytes_lists_leave_the_lockstep_walk() -> None:
@@ -498,3 +503,21 @@ def test_a_few_very_long_bytes_lists_leave_the_lockstep_walk() -> None:
     assert result is not None and result[1] == [7]  # walked no further than lockstep._MAX_ROUNDS values
     got = gather_columns(records, {b"s": wire.BYTES})
     assert got[b"s"].counts.tolist() == [1] * 7 + [5000] + [1] * 192
+
+
+def _wire_cases() -> list[Any]:
+    from test_wire import MALFORMED, ODD_FORMS
+
+    cases = [pytest.param(data, id=name) for name, data, _ in ODD_FORMS]
+    return cases + [pytest.param(data, id=name) for name, data, _ in MALFORMED]
+
+
+@pytest.mark.parametrize("copies", [4, 8])
+@pytest.mark.parametrize("data", _wire_cases())
+def test_batches_of_one_odd_form_decode_as_the_per_record_decoder_does(data: bytes, copies: int) -> None:
+    # Every record alike: the odd form is the template of both batch decoders.
+    records = [data] * copies
+    keys = {b"a", b"b", b"c", b""}
+    for kind in (wire.INT64, wire.FLOAT, wire.BYTES):
+        wanted = dict.fromkeys(keys, kind)
+        assert _gather_outcome(records, wanted) == _per_record_outcome(records, wanted)
