@@ -221,6 +221,7 @@ def _encode_key(key: Any) -> bytes:
 _KIND_TAGS = {wire.BYTES: b"\x0a", wire.FLOAT: b"\x12", wire.INT64: b"\x1a"}
 
 
+@functools.lru_cache(maxsize=4096)  # one writer's entries repeat a few keys, kinds and sizes
 def entry_head(key: bytes, kind: int, size: int) -> bytes:
     """The bytes of a ``Features`` map entry (``key`` -> a Feature of ``kind``) before its list's
     fields, which take ``size`` bytes. The features layer's compiled encoders write entries with it."""
