@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from wirebuild import (
     FIXED32,
     FIXED64,
@@ -37,6 +39,7 @@ from wirebuild import (
 
 import tfrec
 from tfrec import DecodeError
+from tfrec.example import wire
 
 
 def i64(*values: int) -> np.ndarray:
@@ -401,3 +404,31 @@ def test_parse_example_payload_error_is_a_decode_error(name: str, size: int) -> 
         tfrec.parse_example(records, spec)
     with pytest.raises(DecodeError, match=r"^Could not parse example input: "):
         tfrec.parse_single_example(records[2], spec)
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(0, 2**64 - 1).map(varint),
+            st.integers(0, 2**7 - 1).map(lambda v: bytes((v | 0x80, 0))),  # non-minimal
+            st.just(b"\xff" * 9 + b"\x7f"),  # a 10th byte with bits beyond 64: dropped
+            st.just(b"\xff" * 10 + b"\x01"),  # 11 bytes: refused
+            st.just(b"\x80"),  # truncated, when last
+        ),
+        min_size=1,
+        max_size=400,
+    )
+)
+def test_packed_varints_decode_alike_by_every_path(pieces: list[bytes]) -> None:
+    # Short payloads take a Python loop, mid-sized ones protobuf's parser, long ones numpy.
+    data = b"".join(pieces)
+    outcomes = []
+    for decode in (
+        lambda: wire.decode_varints(data, 0, len(data)),
+        lambda: wire.varints_of(np.frombuffer(data, np.uint8)),
+    ):
+        try:
+            outcomes.append(decode().tolist())
+        except wire.WireError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]

@@ -19,6 +19,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+from google.protobuf.internal import api_implementation
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+
+from ..proto import feature_pb2
 
 __all__ = [
     "BYTES",
@@ -40,6 +44,10 @@ NONE, BYTES, FLOAT, INT64 = 0, 1, 2, 3
 
 _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 _SMALL_VARINT_PAYLOAD = 24  # below this many bytes a Python loop beats numpy's call overhead
+# ... and below this many, protobuf's C parser (upb) beats numpy: measured 2 us against 14 us for 32
+# varints, even at ~1 KiB; beyond, making Python ints costs more. Not with protobuf's pure Python.
+_PROTOBUF_VARINT_PAYLOAD = 1024
+_C_PROTOBUF = api_implementation.Type() != "python"
 
 
 class WireError(ValueError):
@@ -74,6 +82,9 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
         if shift >= 70:
             raise WireError("a varint is longer than 10 bytes")
+
+
+_NO_KIND = Feature(NONE, ())
 
 
 def _fields(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, Any]]:
@@ -162,7 +173,58 @@ def scan_example(data: bytes, wanted: frozenset[bytes] | None = None) -> dict[by
     Raises:
         WireError: the bytes are not a well-formed Example.
     """
-    return _scan_features(data, _message_spans(data, 0, len(data), 1), wanted)
+    found = _scan_canonical(data, wanted)
+    if found is None:
+        found = _scan_features(data, _message_spans(data, 0, len(data), 1), wanted)
+    return found
+
+
+_KIND_TAGS = (0x0A, 0x12, 0x1A)  # bytes_list, float_list, int64_list: field 1, 2, 3, length-delimited
+
+
+def _scan_canonical(data: bytes, wanted: frozenset[bytes] | None) -> dict[bytes, Feature] | None:
+    """The features of an Example in the form writers produce, or None for any other form.
+
+    That form: one Features field whose map entries each hold a key, then a
+    Feature with at most one kind set. A plain loop reads it several times
+    faster than the general field-by-field scan, which reads every other form.
+    """
+    size = len(data)
+    features: dict[bytes, Feature] = {}
+    try:
+        if data[0] != 0x0A:
+            return None
+        length, pos = _varint(data, 1)
+        if pos + length != size:
+            return None
+        while pos < size:
+            if data[pos] != 0x0A:
+                return None
+            length, pos = _varint(data, pos + 1)
+            end = pos + length
+            if data[pos] != 0x0A:
+                return None
+            length, pos = _varint(data, pos + 1)
+            key = data[pos : pos + length]
+            pos += length
+            if data[pos] != 0x12:
+                return None
+            length, pos = _varint(data, pos + 1)
+            if pos + length != end:
+                return None
+            feature = _NO_KIND
+            if length:
+                tag = data[pos]
+                length, pos = _varint(data, pos + 1)
+                if tag not in _KIND_TAGS or pos + length != end:
+                    return None
+                feature = Feature(tag >> 3, ((pos, end),))
+            if wanted is None or key in wanted:
+                features[key] = feature
+            pos = end
+    except IndexError:
+        return None
+    return features if pos == size else None
 
 
 def scan_sequence_example(
@@ -260,8 +322,24 @@ def decode_varints(data: bytes, start: int, end: int) -> np.ndarray:
         if pos != end:
             raise WireError("a packed varint list is truncated")
         return np.array(small, np.uint64)
+    if end - start < _PROTOBUF_VARINT_PAYLOAD and _C_PROTOBUF:
+        values = _protobuf_varints(data, start, end)
+        if values is not None:
+            return values
     raw = np.frombuffer(data, np.uint8, end - start, start)
     return varints_of(raw)
+
+
+def _protobuf_varints(data: bytes, start: int, end: int) -> np.ndarray | None:
+    """The packed varints as protobuf's C parser reads them, or None when it refuses them."""
+    size = end - start
+    field = b"\x0a" + (bytes((size,)) if size < 0x80 else bytes((size & 0x7F | 0x80, size >> 7)))
+    message = feature_pb2.Int64List()
+    try:
+        message.ParseFromString(field + data[start:end])
+    except ProtobufDecodeError:
+        return None  # malformed: the numpy decoder raises, saying how
+    return np.fromiter(message.value, np.int64, len(message.value)).view(np.uint64)
 
 
 def varints_of(raw: np.ndarray, last: np.ndarray | None = None) -> np.ndarray:
@@ -272,6 +350,10 @@ def varints_of(raw: np.ndarray, last: np.ndarray | None = None) -> np.ndarray:
     if last is None:
         last = np.flatnonzero(raw < 0x80)
     if not last.size or last[-1] != raw.size - 1:
+        # As a reader going byte by byte would say: an overlong varint before the cut, or as the tail.
+        tail = raw.size - (int(last[-1]) + 1 if last.size else 0)
+        if tail >= 10 or (last.size and int(np.diff(last, prepend=-1).max()) > 10):
+            raise WireError("a varint is longer than 10 bytes")
         raise WireError("a packed varint list is truncated")
     if last.size == raw.size:
         return raw.astype(np.uint64)  # every value below 128: one byte each
