@@ -45,6 +45,7 @@ class _Values(NamedTuple):
 
 
 _MAX_LAYOUTS = 64  # layouts kept between batches
+_MAX_CACHED_RECORD = 1 << 16  # ... of records up to this size (a layout holds two copies' worth)
 _LAYOUTS: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray, dict[bytes, _Values]]] = {}
 
 
@@ -118,9 +119,11 @@ def _cached_layout(
     layout = _layout(template, wanted)
     if layout is None:
         return None
-    if len(_LAYOUTS) >= _MAX_LAYOUTS:
-        _LAYOUTS.clear()
-    cached = _LAYOUTS[key] = (np.frombuffer(bytes(template), np.uint8), *layout)
+    cached = (np.frombuffer(bytes(template), np.uint8), *layout)
+    if len(template) <= _MAX_CACHED_RECORD:  # large records: walking one costs little next to its batch
+        if len(_LAYOUTS) >= _MAX_LAYOUTS:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = cached
     return cached
 
 
