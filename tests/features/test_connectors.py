@@ -724,6 +724,24 @@ DECODE_ERRORS = [
         False,
     ),
     (
+        "seq-seq-seq-length-beyond-int64-sum",
+        Sequence(Sequence(Sequence(np.int64))),
+        {
+            "/ragged_row_lengths_0": [2**63 - 1, 2**63 - 1, 3],
+            "/ragged_row_lengths_1": [1],
+            "/ragged_flat_values": [1],
+        },
+        ["row lengths", "do not split"],
+        False,
+    ),
+    (
+        "seq-dict-items-disagree",
+        Sequence({"a": Sequence(np.int64), "b": np.int64}),
+        {"/a/ragged_row_lengths_0": [1, 1], "/a/ragged_flat_values": [10, 11], "/b": [1, 2, 3]},
+        ["meta/k", "different numbers of items"],
+        False,
+    ),
+    (
         "zlib-corrupt",
         Tensor(shape=(None, None), dtype=np.int32, encoding="zlib"),
         {"/shape": [2, 1], "/value": b"no"},
@@ -877,3 +895,26 @@ def test_schema_error_at_construction(make: Any, fragment: str) -> None:
 def test_schema_error_inside_a_dict_keeps_its_type() -> None:
     with pytest.raises(SchemaError):
         FeaturesDict({"outer": {"t": Tensor(shape=(None, None), dtype=np.int64)}})
+
+
+def test_items_moving_between_records_of_a_batch_are_refused() -> None:
+    # Each record alone has as many items in "a" as in "b", but not as many as the other record.
+    features = FeaturesDict({"s": Sequence({"a": Sequence(np.int64), "b": np.int64})})
+    first = {"s/a/ragged_row_lengths_0": [1, 1], "s/a/ragged_flat_values": [10, 11], "s/b": [1, 2, 3]}
+    second = {"s/a/ragged_row_lengths_0": [1, 1, 1], "s/a/ragged_flat_values": [20, 21, 22], "s/b": [4, 5]}
+    with pytest.raises(DecodeError, match="different numbers of items"):
+        features.deserialize_batch([tfrec.encode_example(first), tfrec.encode_example(second)])
+
+
+def test_items_without_values_are_refused_at_definition() -> None:
+    with pytest.raises(SchemaError, match="no values"):
+        Sequence(Tensor(shape=(0,), dtype=np.int64))
+    with pytest.raises(SchemaError, match="no values"):
+        Sequence(Sequence(Tensor(shape=(2, 0), dtype=np.int64)))
+
+
+def test_ragged_feature_lists_of_non_scalar_items_are_refused_when_writing() -> None:
+    features = FeaturesDict({"s": Sequence(Sequence(Tensor(shape=(2,), dtype=np.float32)))})
+    with pytest.raises(SchemaError, match="only sequences of scalars"):
+        features.serialize_example({"s": [[[1, 2]]]}, sequence_example=True)
+    features.serialize_example({"s": [[[1, 2]]]})  # an Example holds them

@@ -116,6 +116,10 @@ class Sequence(FeatureConnector):
                 f"Sequence({self.feature!r}): items with an unknown dimension cannot be stacked; "
                 "use Sequence(Sequence(...)) or encoding='bytes'"
             )
+        if any(0 in info.shape for _, info in self._leaves.values()):
+            raise SchemaError(
+                f"Sequence({self.feature!r}): items of no values cannot be counted once stored"
+            )
         self.doc, self.value_range = doc, value_range
 
     def __repr__(self) -> str:
@@ -172,13 +176,18 @@ class Sequence(FeatureConnector):
         # The items decode as a batch of the inner feature: hand it its own layout, items as rows.
         inner: dict[str, Any] = {}
         splits = leading = None  # with batched: the records' items, as splits or a dense (B, n)
+        items_of: list[np.ndarray] = []  # per stored value: its items per record (splits), or its count
         for key, (rank, _) in self._leaves.items():
             if rank == 1:
                 value = flat[key]
                 if batched and isinstance(value, RaggedArray):
                     splits, value = value.row_splits, value.values
+                    items_of.append(splits)
                 elif batched:  # equal lengths: a dense (B, n, ...)
                     leading, value = value.shape[:2], _merge_leading(value)
+                    items_of.append(np.arange(leading[0] + 1, dtype=np.int64) * leading[1])
+                else:
+                    items_of.append(np.array([len(value)]))
                 inner[key] = value
                 continue
             # row_lengths_0 counts each item's entries of the next part: row_lengths_1, ... then
@@ -187,6 +196,7 @@ class Sequence(FeatureConnector):
             stored.append(flat[_join(key, FLAT_VALUES)])
             if batched:
                 splits = stored[0].row_splits
+            items_of.append(np.asarray(splits) if batched else np.array([len(stored[0])]))
             where = _join(path, key)
             parts = [p.values for p in stored] if batched else stored
             bounds = _splits(parts[0], len(parts[1]), where)  # item -> its entries of parts[1]
@@ -200,6 +210,8 @@ class Sequence(FeatureConnector):
                 else:
                     inner[_join(key, row_lengths(level - 1))] = RaggedArray(parts[level], bounds)
                     bounds = _splits(parts[level], len(parts[level + 1]), where)[bounds]
+        if any(not np.array_equal(counts, items_of[0]) for counts in items_of[1:]):
+            raise DecodeError(f"{path}: the values of one Sequence hold different numbers of items", key=path)
         items = self.feature.decode_flat(inner, path, True)
         if not batched:
             return items
@@ -237,7 +249,12 @@ def _concat(values: list[Any], info: TensorInfo) -> np.ndarray:
 def _splits(lengths: np.ndarray, count: int, where: str) -> np.ndarray:
     """Row lengths as row splits, checked against the ``count`` values they split."""
     lengths = np.asarray(lengths, np.int64)
-    if (lengths < 0).any() or lengths.sum() != count:
+    if (lengths < 0).any() or (lengths > count).any():  # bounded first: the sum cannot wrap around
+        raise DecodeError(
+            f"{where}: the stored row lengths do not split {count} values (one is below 0 or above it)",
+            key=where,
+        )
+    if lengths.sum() != count:
         raise DecodeError(
             f"{where}: the stored row lengths (total {lengths.sum()}) do not split {count} values", key=where
         )

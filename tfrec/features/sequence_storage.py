@@ -49,8 +49,13 @@ def _lists(features: FeaturesDict) -> dict[str, bool]:
                         f"{full[: -len(row_lengths(1)) - 1]}: a value inside three levels of Sequence "
                         "cannot be stored in a SequenceExample (a step holds one list)"
                     )
+                ragged = full.endswith(FLAT_VALUES)
+                if ragged and feature.flat_infos()[key].shape[1:]:
+                    raise SchemaError(
+                        f"{full}: only sequences of scalars can be stored as ragged feature lists"
+                    )
                 if not full.endswith(ROW_LENGTHS):  # implied by the steps themselves
-                    out[full] = full.endswith(FLAT_VALUES)
+                    out[full] = ragged
     if not out:
         raise SchemaError("a SequenceExample needs at least one top-level Sequence feature")
     return out
@@ -97,8 +102,6 @@ def deserialize(features: FeaturesDict, records: Sequence[bytes] | bytes, batche
     for key, ragged in lists.items():
         stored = _stored_dtype(infos[key].dtype)
         if ragged:
-            if infos[key].shape[1:]:
-                raise SchemaError(f"{key}: only sequences of scalars can be stored as ragged feature lists")
             sequence[key] = RaggedFeature(stored, row_splits_dtype=np.int64)
         else:
             sequence[key] = FixedLenSequenceFeature(infos[key].shape[1:], stored, allow_missing=True)
