@@ -117,9 +117,7 @@ class Sequence(FeatureConnector):
                 "use Sequence(Sequence(...)) or encoding='bytes'"
             )
         if any(0 in info.shape for _, info in self._leaves.values()):
-            raise SchemaError(
-                f"Sequence({self.feature!r}): items of no values cannot be counted once stored"
-            )
+            raise SchemaError(f"Sequence({self.feature!r}): items of no values cannot be counted once stored")
         self.doc, self.value_range = doc, value_range
 
     def __repr__(self) -> str:
