@@ -299,3 +299,22 @@ def test_describe_features_rebuilds_every_connector() -> None:
 def test_sequence_of_string_tensors_serializes() -> None:
     features = FeaturesDict({"w": Sequence(Tensor(shape=(), dtype=str))})
     assert list(features.deserialize_example(features.serialize_example({"w": ["a"]}))["w"]) == [b"a"]
+
+
+def test_infer_finds_the_size_of_ragged_items(tmp_path: Path) -> None:
+    written = FeaturesDict({"s": Sequence(Sequence(Tensor(shape=(2,), dtype=np.float32)))})
+    values = [[[[1, 2], [3, 4]], []], [[[5, 6]]]]
+    path = tmp_path / "data.tfrecord"
+    tfrec.write_records(path, [written.serialize_example({"s": v}) for v in values])
+    inner = Sequence(
+        Sequence(Tensor(shape=(2,), dtype=np.float32)), doc=doc(2, "ragged rows of float_list values")
+    )
+    features = check(path, FeaturesDict({"s": inner}))
+    batch = features.deserialize_batch(list(tfrec.read_records(path)))
+    assert batch["s"].to_list() == values
+
+
+def test_infer_leaves_ragged_keys_whose_values_do_not_divide_into_items(tmp_path: Path) -> None:
+    rows = [{"s/ragged_row_lengths_0": [2], "s/ragged_flat_values": [1, 2, 3]}] * 2
+    features = infer_features(write(tmp_path, rows))
+    assert sorted(features["s"].features) == ["ragged_flat_values", "ragged_row_lengths_0"]

@@ -59,6 +59,7 @@ class _Seen:
     present: int = 0
     formats: set[str] = field(default_factory=set)  # of single bytes values: text, binary, png, jpeg
     pixels: set[tuple[int, str]] = field(default_factory=set)  # (channels, dtype) of single images
+    widths: set[int] = field(default_factory=set)  # ragged flat values: values per innermost item (-1: odd)
 
 
 def infer_features(
@@ -131,7 +132,21 @@ def _scan(records: Iterable[bytes], where: str) -> tuple[dict[str, _Seen], int]:
             stats.counts.add(len(values))
             if kind == "bytes_list" and len(values) == 1:
                 _look_at_bytes(values[0], stats)
+            if key.endswith("/" + FLAT_VALUES):
+                _look_at_ragged(key[: -len(FLAT_VALUES) - 1], len(values), decoded, stats)
     return seen, total
+
+
+def _look_at_ragged(parent: str, count: int, decoded: dict[str, Any], stats: _Seen) -> None:
+    """Note how many flat values each innermost item of ``parent`` holds in this record."""
+    level = 0
+    while f"{parent}/{_ROW_LENGTHS_PREFIX}{level + 1}" in decoded:
+        level += 1
+    lengths = decoded.get(f"{parent}/{_ROW_LENGTHS_PREFIX}{level}")
+    if isinstance(lengths, np.ndarray) and lengths.dtype.kind == "i":
+        items = int(lengths.sum())
+        if items:
+            stats.widths.add(count // items if count % items == 0 else -1)
 
 
 def _kind_name(values: np.ndarray) -> str:
@@ -193,9 +208,12 @@ def _ragged(seen: dict[str, _Seen], parent: str, total: int) -> FeatureConnector
     others = [k for k in seen if k.startswith(f"{parent}/{_ROW_LENGTHS_PREFIX}")]
     if values is None or not levels or len(others) != levels or len(values.kinds) != 1:
         return None
+    if len(values.widths - {1}) > 1 or -1 in values.widths:
+        return None  # the values do not divide into items of one size: left as they are stored
+    width = max(values.widths, default=1)
     kind = next(iter(values.kinds))
     doc = f"inferred from {total} records: ragged rows of {kind} values" + _missing(values, total)
-    feature: FeatureConnector = Tensor(shape=(), dtype=_DTYPES[kind])
+    feature: FeatureConnector = Tensor(shape=() if width == 1 else (width,), dtype=_DTYPES[kind])
     for _ in range(levels):
         feature = Sequence(feature)
     return Sequence(feature, doc=doc)
