@@ -918,3 +918,14 @@ def test_ragged_feature_lists_of_non_scalar_items_are_refused_when_writing() -> 
     with pytest.raises(SchemaError, match="only sequences of scalars"):
         features.serialize_example({"s": [[[1, 2]]]}, sequence_example=True)
     features.serialize_example({"s": [[[1, 2]]]})  # an Example holds them
+
+
+def test_a_dict_of_sequences_must_name_the_items_keys_and_fit_the_length() -> None:
+    features = FeaturesDict({"s": Sequence({"a": np.int64, "b": Text()}, length=2)})
+    for wrong in ({}, {"zz": []}, {"a": [], "zz": []}):
+        with pytest.raises(EncodeError, match=r"^s \(Sequence\): the dict's keys"):
+            features.serialize_example({"s": wrong})
+    with pytest.raises(EncodeError, match="expected 2 items, found 3"):
+        features.serialize_example({"s": {"a": [1, 2, 3], "b": ["x", "y", "z"]}})
+    fine = features.serialize_example({"s": {"a": [1, 2], "b": ["x", "y"]}})
+    assert features.deserialize_example(fine)["s"]["b"].tolist() == ["x", "y"]

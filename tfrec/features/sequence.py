@@ -135,17 +135,26 @@ class Sequence(FeatureConnector):
         return infos
 
     def _items(self, value: Any, path: str) -> list[Any]:
+        from .features_dict import FeaturesDict
+
         if isinstance(value, Mapping):  # a dict of sequences, tfds' other spelling
+            names = set(self.feature.features) if isinstance(self.feature, FeaturesDict) else None
+            if names is not None and set(value) != names:  # checked here too: there may be no items
+                raise EncodeError(
+                    f"{path} (Sequence): the dict's keys {sorted(value)} are not the items' {sorted(names)}",
+                    key=path,
+                )
             lengths = {len(v) for v in value.values()}
             if len(lengths) > 1:
                 raise EncodeError(f"{path} (Sequence): the dict's sequences differ in length", key=path)
             count = lengths.pop() if lengths else 0
-            return [{k: v[i] for k, v in value.items()} for i in range(count)]
-        if isinstance(value, (str, bytes)):
+            items = [{k: v[i] for k, v in value.items()} for i in range(count)]
+        elif isinstance(value, (str, bytes)):
             raise EncodeError(
                 f"{path} (Sequence): expected a sequence of items, found {type(value).__name__}", key=path
             )
-        items = list(value)
+        else:
+            items = list(value)
         if self.length is not None and len(items) != self.length:
             raise EncodeError(
                 f"{path} (Sequence): expected {self.length} items, found {len(items)}", key=path
