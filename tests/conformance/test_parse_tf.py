@@ -1793,3 +1793,25 @@ def test_uniform_row_length_over_ragged_rows() -> None:
     specs = {"a": RF(I64, partitions=(RF.UniformRowLength(2), RF.RowLengths("a")))}
     assert_same(tfrec.parse_example(records, specs), tf_parse_example(records, specs))
     assert_same(tfrec.parse_single_example(records[0], specs), tf_parse_single(records[0], specs))
+
+
+def test_sparse_counts_agree_over_the_batch_only() -> None:
+    records = [tfrec.encode_example({"i": [0, 1]}), tfrec.encode_example({"v": [5, 6]})]
+    specs = {"s": tfrec.SparseFeature("i", "v", I64, 3)}
+    assert_same(tfrec.parse_example(records, specs), tf_parse_example(records, specs))
+
+
+def test_unsorted_value_rowids_fail_validation() -> None:
+    records = [tfrec.encode_example({"v": [7, 8, 9], "ids": [1, 0, 1]})]
+    specs = {"r": RF(I64, "v", [RF.ValueRowIds("ids")], validate=True)}
+    assert_same_outcome(
+        tfrec_outcome(lambda: tfrec.parse_example(records, specs)),
+        tf_outcome(lambda: tf_parse_example(records, specs)),
+    )
+
+
+@pytest.mark.parametrize("partition", ["RowLengths", "RowSplits", "ValueRowIds"])
+def test_partition_values_wrap_to_int32_row_splits(partition: str) -> None:
+    records = [tfrec.encode_example({"c": [b"x"], "b": [2**40 if partition != "RowSplits" else -(2**63)]})]
+    specs = {"r": RF(STR, "c", [getattr(RF, partition)("b")], row_splits_dtype=np.int32)}
+    assert_same(tfrec.parse_example(records, specs), tf_parse_example(records, specs))

@@ -652,7 +652,7 @@ BATCH_ERRORS: list[tuple[str, list[bytes], dict[str, Any], type, str, str, int]]
     ),
     (
         "sf-count-mismatch",
-        [ex(i=ints(1), v=ints(5)), ex(i=ints(1, 2), v=ints(5))],
+        [ex(), ex(i=ints(1, 2), v=ints(5))],  # batch totals count: TF merges the whole batch
         {"sp": SF("i", "v", I64, 4)},
         DecodeError,
         f"{U}, Key: sp, Index: 1.  Number of elements in indices (2) and values (1) do not match",
@@ -1123,3 +1123,38 @@ def test_plans_are_reused_only_for_equal_specs_and_never_for_arrays() -> None:
     with pytest.raises(tfrec.SchemaError):
         tfrec.parse_example(records, {"a": FLF([], I64, default_value=1.5)})
     assert tfrec.parse_example(records, {"a": FLF([], I64, default_value=1)})["a"].tolist() == [1, 1]
+
+
+def test_sparse_counts_need_only_agree_over_the_batch() -> None:
+    # As TF: each value's row comes from the index feature; records may hold them apart.
+    records = [tfrec.encode_example({"i": [0, 1]}), tfrec.encode_example({"v": [5, 6]})]
+    parsed = tfrec.parse_example(records, {"s": SF("i", "v", I64, 3)})["s"]
+    assert parsed.indices.tolist() == [[0, 0], [0, 1]]
+    assert parsed.values.tolist() == [5, 6] and parsed.dense_shape.tolist() == [2, 3]
+
+
+def test_unsorted_value_rowids_are_refused_when_validated() -> None:
+    records = [tfrec.encode_example({"v": [7, 8, 9], "ids": [1, 0, 1]})]
+    spec = {"r": RF(I64, "v", [RF.ValueRowIds("ids")], validate=True)}
+    for parse in (tfrec.parse_example, lambda r, s: tfrec.parse_single_example(r[0], s)):
+        with pytest.raises(DecodeError, match="value_rowids are not sorted"):
+            parse(records, spec)
+    unvalidated = {"r": RF(I64, "v", [RF.ValueRowIds("ids")])}
+    assert tfrec.parse_example(records, unvalidated)["r"].to_list() == [[[7], [8, 9]]]
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_partition_values_wrap_to_int32_splits_and_huge_row_ids_are_refused(single: bool) -> None:
+    def parse(records: list[bytes], spec: dict[str, Any]) -> Any:
+        return tfrec.parse_single_example(records[0], spec) if single else tfrec.parse_example(records, spec)
+
+    # As TF: partition values are cast to the row splits' dtype first (2**40 wraps to 0 in int32).
+    records = [tfrec.encode_example({"b": [2**40]})]
+    spec = {"r": RF(I64, "c", [RF.RowLengths("b")], row_splits_dtype=np.int32, validate=True)}
+    assert parse(records, spec)["r"].to_list() == ([[[]]] if not single else [[]])
+    # An id that implies 2**31 or 2**40 rows would take gigabytes: a DecodeError, not the allocation.
+    for ident, dtype in ((2**31 - 1, np.int32), (2**40, np.int64)):
+        records = [tfrec.encode_example({"c": [b"x"], "ids": [ident]})]
+        spec = {"r": RF(STR, "c", [RF.ValueRowIds("ids")], row_splits_dtype=dtype)}
+        with pytest.raises(DecodeError, match="value_rowids imply"):
+            parse(records, spec)

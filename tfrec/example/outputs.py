@@ -176,19 +176,25 @@ def _sparse(
     index_columns = [columns[k.encode()] for k in spec.index_key]
     for index_key, column in zip(spec.index_key, index_columns, strict=True):
         bad |= checks.kinds(column, wire.INT64, index_key)
-        found, wanted = column.counts, value_column.counts
-        bad |= checks.refuse_later(
-            found != wanted,
-            key,
-            # refuse_later() calls this before the loop moves on: binding the loop variables late is safe.
-            lambda row: (
-                f"{checks.where(row, key)}  Number of elements in indices "
-                f"({int(found[row])}) and values ({int(wanted[row])}) do not match"  # noqa: B023
-            ),
-        )
     if bad:
         return None
-    counts = value_column.counts
+    # As TF: only the batch's totals must agree (its merge takes the row of each value from
+    # the first index feature); the record named is the first whose own counts differ.
+    found, wanted = value_column.counts, value_column.counts
+    for column in index_columns:
+        if column.counts.sum() != wanted.sum():
+            found = column.counts
+            break
+    if checks.refuse_later(
+        found != wanted,
+        key,
+        lambda row: (
+            f"{checks.where(row, key)}  Number of elements in indices "
+            f"({int(found.sum())}) and values ({int(wanted.sum())}) do not match"
+        ),
+    ):
+        return None
+    counts = index_columns[0].counts
     parts = [np.repeat(np.arange(counts.size), counts)] if checks.batched else []
     parts += [np.asarray(c.values, np.int64) for c in index_columns]
     indices = np.stack(parts, axis=1) if parts[0].size else np.empty((0, len(parts)), np.int64)
@@ -226,7 +232,30 @@ def _ragged(
     return _ragged_batch(key, values, value_column.counts, partitions, splits_dtype, spec.validate)
 
 
-def _splits_from(partition: Any, ids: np.ndarray, rows_before: int, total: int) -> np.ndarray:
+def _partition_values(column: Column, splits_dtype: np.dtype) -> np.ndarray:
+    """A partition feature's values as TF uses them: cast to the row splits' dtype (int32 wraps)."""
+    return np.asarray(column.values, np.int64).astype(splits_dtype).astype(np.int64)
+
+
+_MIN_ROW_LIMIT = 1 << 24  # value_rowids may imply this many rows whatever the values
+
+
+def _check_row_count(key: str, rows: int, total: int) -> None:
+    """Refuse value_rowids that imply far more (empty) rows than there are values: a corrupt id
+    must not make tfrec allocate what it asks for."""
+    if rows > max(_MIN_ROW_LIMIT, 16 * total):
+        raise DecodeError(f"Key: {key}.  value_rowids imply {rows} rows for {total} values", key=key)
+
+
+def _validate_rowids(key: str, partition: Any, ids: np.ndarray) -> None:
+    if isinstance(partition, RaggedFeature.ValueRowIds) and (np.diff(ids) < 0).any():
+        raise DecodeError(
+            f"Key: {key}.  Partition does not form a valid RaggedTensor: value_rowids are not sorted",
+            key=key,
+        )
+
+
+def _splits_from(key: str, partition: Any, ids: np.ndarray, rows_before: int, total: int) -> np.ndarray:
     """Row splits over ``total`` values for one partition feature's values ``ids``."""
     if isinstance(partition, RaggedFeature.RowSplits):
         return ids
@@ -240,6 +269,7 @@ def _splits_from(partition: Any, ids: np.ndarray, rows_before: int, total: int) 
     if ids.size and ids.min() < 0:
         raise DecodeError(f"value_rowids must be >= 0, found {int(ids.min())}")
     rows = int(ids.max()) + 1 if ids.size else 0
+    _check_row_count(key, max(rows, rows_before), total)
     return np.concatenate(([0], np.cumsum(np.bincount(ids, minlength=max(rows, rows_before)))))
 
 
@@ -281,10 +311,11 @@ def _ragged_single(
             if isinstance(current, RaggedArray):
                 current = RaggedArray(current.values, current.row_splits.astype(splits_dtype))
             continue
-        ids = np.asarray(column.values, np.int64)
-        splits = _splits_from(partition, ids, 0, len(current))
+        ids = _partition_values(column, splits_dtype)
+        splits = _splits_from(key, partition, ids, 0, len(current))
         if validate:
             _validate(key, splits, len(current))
+            _validate_rowids(key, partition, ids)
         current = RaggedArray(current, splits.astype(splits_dtype))
     return current
 
@@ -311,7 +342,7 @@ def _ragged_batch(
             # As TF: the batch's row boundaries are divided by the length (only the total must divide).
             rows = np.diff(np.concatenate(([0], np.cumsum(rows))) // length)
             continue
-        ids = np.asarray(column.values, np.int64)
+        ids = _partition_values(column, splits_dtype)
         offsets = np.repeat(starts, column.counts)
         first = column.offsets()[:-1]
         if isinstance(partition, RaggedFeature.RowSplits):
@@ -337,8 +368,11 @@ def _ragged_batch(
             per_row[nonempty] = np.maximum.reduceat(ids, first[nonempty]) + 1 if ids.size else 0
             row_offsets = np.cumsum(per_row) - per_row
             global_ids = ids + np.repeat(row_offsets, column.counts)
+            _check_row_count(key, int(per_row.sum()), total)
             splits = np.concatenate(([0], np.cumsum(np.bincount(global_ids, minlength=int(per_row.sum())))))
             rows = per_row
+            if validate:
+                _validate_rowids(key, partition, global_ids)
         if validate:
             _validate(key, splits, total)
         current = RaggedArray(current, splits.astype(splits_dtype))
