@@ -145,6 +145,18 @@ COMMON_VALUES = [
         },
         "flags": {"ok": False, "id": np.array(7, np.uint64), "ids": np.array([], np.uint64)},
     },
+    {  # numpy scalars, as met when iterating over arrays
+        "image": np.bytes_(b"\x00raw"),
+        "label": np.int64(1),
+        "embedding": np.ones(4, np.float32),
+        "meta": {
+            "tokens": np.array([], np.int64),
+            "weights": np.ones(1, np.float32),
+            "text": np.str_("héllo"),
+            "score": np.float32("nan"),
+        },
+        "flags": {"ok": np.bool_(True), "id": np.uint64(2**64 - 1), "ids": np.array([1], np.uint64)},
+    },
 ]
 
 

@@ -170,12 +170,12 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
         heads = _Heads(key, kind)
 
         def encode_bytes(value: Any, parts: list[bytes]) -> None:
-            if type(value) is str:
+            if isinstance(value, str):  # numpy's str_ and bytes_ too
                 try:
                     value = value.encode("utf-8")
                 except UnicodeEncodeError:
                     return slow(value, parts)
-            elif type(value) is not bytes:
+            elif not isinstance(value, bytes):
                 return slow(value, parts)
             parts += (heads[len(value)], value)
 
@@ -191,6 +191,8 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
         def encode_floats(value: Any, parts: list[bytes]) -> None:
             if array_fits(value):
                 data = value.astype(_F4, copy=False).tobytes()
+            elif scalar and type(value) is np.float32 and dtype == np.float32:
+                data = value.astype(_F4).tobytes()  # bit for bit, NaN payloads included
             elif scalar and type(value) is float and dtype == np.float32:
                 try:
                     data = _pack_f4(value)
@@ -217,6 +219,8 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
             scalar and (type(value) is bool if info is None else type(value) is int) and low <= value <= high
         ):
             data = varint(value & _MASK64)
+        elif scalar and isinstance(value, np.generic) and value.dtype == dtype:  # a numpy scalar
+            data = varint(int(value) & _MASK64)
         else:
             return slow(value, parts)
         parts += (heads[len(data)], data)
@@ -232,8 +236,8 @@ def _label_encoder(label: ClassLabel, path: str) -> Encoder:
     heads = _Heads(key, wire.INT64)
 
     def encode(value: Any, parts: list[bytes]) -> None:
-        if type(value) is int:
-            index: int | None = value if -1 <= value < label.num_classes else None
+        if type(value) is int or isinstance(value, np.integer):
+            index: int | None = int(value) if -1 <= value < label.num_classes else None
         else:
             index = label._index.get(value) if type(value) is str else None
         if index is None:
@@ -253,11 +257,11 @@ def _text_encoder(text: Text, path: str) -> Encoder:
     def encode(value: Any, parts: list[bytes]) -> None:
         data = None
         try:
-            if type(value) is str:
+            if isinstance(value, str):  # numpy's str_ too
                 data = value.encode("utf-8")
-            elif type(value) is bytes:
+            elif isinstance(value, bytes):
                 value.decode("utf-8")  # checked, stored as given
-                data = value
+                data = bytes(value)
         except UnicodeError:
             pass  # the reference path words the error
         if data is None:
