@@ -279,7 +279,7 @@ def _entry_by_steps(batch: _Batch, pos: np.ndarray, entry: _Entry) -> tuple[np.n
     length, at = batch.varint(at)
     entry_end = at + length
     # Every key is checked, wanted or not: a wanted key (or a repeat of one) standing
-    # where the first record had another key must make its row odd, not go unseen. So is
+    # where the template had another key must make its row odd, not go unseen. So is
     # the entry's form, a key then a value and nothing else: a second key would override the first.
     at = batch.expect(at, 0x0A)
     length, at = batch.varint(at)
