@@ -8,7 +8,8 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -90,3 +91,31 @@ def run_peer(
     if done.returncode:
         return {"skipped": f"subprocess failed: {done.stderr.strip().splitlines()[-1:]}"}
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def best_time(
+    run: Callable[[], int], expected: int, repeat: int, setup: Callable[[], None] | None = None
+) -> float:
+    """Seconds of the fastest of ``repeat`` runs after one warm-up; every run must count ``expected``.
+
+    ``setup`` runs before each run, untimed.
+    """
+    times = []
+    for _ in range(repeat + 1):
+        if setup is not None:
+            setup()
+        start = time.perf_counter()
+        count = run()
+        times.append(time.perf_counter() - start)
+        if count != expected:
+            raise SystemExit(f"error: a run counted {count} records, expected {expected}")
+    return min(times[1:])
+
+
+def print_lines(lines: Sequence[Sequence[str]]) -> None:
+    """Table rows as aligned columns: the first left-aligned, the others right-aligned."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    for line in lines:
+        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)]
+        print("  ".join(cells))
+    print(flush=True)

@@ -29,13 +29,11 @@ records of the first batch parse back to the same values. Ratios are speedups ov
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 import _common
 import numpy as np
-from _common import BATCH, batches, versions
+from _common import BATCH, batches, best_time, print_lines, versions
 
 import tfrec
 from tfrec.features import ClassLabel, FeaturesDict, Tensor, Text
@@ -90,18 +88,6 @@ def make_values(count: int) -> list[dict[str, Any]]:
         }
         for i in range(count)
     ]
-
-
-def best_time(run: Callable[[], int], expected: int, repeat: int) -> float:
-    """Seconds of the fastest of ``repeat`` runs after one warm-up; every run must count ``expected``."""
-    times = []
-    for _ in range(repeat + 1):
-        start = time.perf_counter()
-        count = run()
-        times.append(time.perf_counter() - start)
-        if count != expected:
-            raise SystemExit(f"error: a run counted {count} records, expected {expected}")
-    return min(times[1:])
 
 
 # -- implementations: each returns the number of records it handled -------------------------------
@@ -187,12 +173,8 @@ def print_table(title: str, count: int, rows: dict[str, float], baseline: str) -
                 f"{base / seconds:.2f}x" if base else "-",
             )
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     print(f"\n== {title}: {count:,} records ==")
-    for line in lines:
-        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)]
-        print("  ".join(cells))
-    print(flush=True)
+    print_lines(lines)
 
 
 def print_targets(rows: dict[str, float]) -> bool:

@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 
 import _common
 import numpy as np
-from _common import BATCH, batches, scratch_parent, versions
+from _common import BATCH, batches, print_lines, scratch_parent, versions
 
 import tfrec
 from tfrec.proto import example_pb2
@@ -391,16 +391,8 @@ def print_table(name: str, count: int, size: int, rows: dict[str, Timing]) -> No
                 ratio(label, TFRECORD_LABEL),
             )
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     print(f"\n== {name}: {count:,} records, {size / count:,.0f} bytes each on average: {TITLES[name]} ==")
-    for line in lines:
-        print(
-            "  ".join(
-                [line[0].ljust(widths[0])]
-                + [cell.rjust(w) for cell, w in zip(line[1:], widths[1:], strict=True)]
-            )
-        )
-    print(flush=True)
+    print_lines(lines)
 
 
 def load_average() -> str:

@@ -28,13 +28,12 @@ import json
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
 import _common
 import numpy as np
-from _common import scratch_parent, versions
+from _common import best_time, print_lines, scratch_parent, versions
 
 import tfrec
 from tfrec.record import crc_backend
@@ -64,22 +63,6 @@ def make_records(name: str, quick: bool) -> list[bytes]:
     ends = np.cumsum(rng.integers(low, high + 1, count)).tolist()
     blob = rng.bytes(ends[-1])
     return [blob[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
-
-
-def best_time(
-    run: Callable[[], int], expected: int, repeat: int, setup: Callable[[], None] | None = None
-) -> float:
-    """Seconds of the fastest of ``repeat`` runs after one warm-up; every run must count ``expected``."""
-    times = []
-    for _ in range(repeat + 1):
-        if setup is not None:
-            setup()
-        start = time.perf_counter()
-        count = run()
-        times.append(time.perf_counter() - start)
-        if count != expected:
-            raise SystemExit(f"error: a run counted {count} records, expected {expected}")
-    return min(times[1:])
 
 
 def remover(path: str) -> Callable[[], None]:
@@ -272,18 +255,10 @@ def print_table(name: str, count: int, size: int, rows: dict[str, Times]) -> Non
                 ratio(row, TFRECORD_LABEL, "read"),
             )
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     low, high = WORKLOADS[name][1:]
     lengths = f"{low} bytes" if low == high else f"{low}..{high} bytes"
     print(f"\n== {name}: {count:,} records of {lengths}, file {size / 1e6:,.1f} MB ==")
-    for line in lines:
-        print(
-            "  ".join(
-                [line[0].ljust(widths[0])]
-                + [cell.rjust(w) for cell, w in zip(line[1:], widths[1:], strict=True)]
-            )
-        )
-    print(flush=True)
+    print_lines(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
