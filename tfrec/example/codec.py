@@ -218,7 +218,7 @@ def _encode_key(key: Any) -> bytes:
         raise EncodeError(f"key {key!r} is not valid UTF-8 ({exc.reason})", key=key) from None
 
 
-_KIND_TAGS = {wire.BYTES: b"\x0a", wire.FLOAT: b"\x12", wire.INT64: b"\x1a"}
+_KIND_TAGS = {kind: bytes((tag,)) for kind, tag in wire.KIND_TAG.items()}
 
 
 @functools.lru_cache(maxsize=4096)  # one writer's entries repeat a few keys, kinds and sizes

@@ -35,7 +35,6 @@ _TEMPLATE_CANDIDATES = 16  # records looked at to pick the template
 _MAX_ROUNDS = 64  # bytes values per row walked together before long lists go to the per-record decoder
 _FEW_ROWS = 8  # ... when at most one row in this many still has values
 _PAD = 16  # zero bytes after the batch, so fixed-width gathers stay in bounds
-_TAG_OF_KIND = {wire.BYTES: 0x0A, wire.FLOAT: 0x12, wire.INT64: 0x1A}
 
 
 class _Entry(NamedTuple):
@@ -59,7 +58,7 @@ def _template(data: bytes, wanted: Mapping[bytes, int]) -> list[_Entry] | None:
                 return None
             key = data[parts[0][2][0] : parts[0][2][1]]
             inner = list(wire._fields(data, *parts[1][2]))
-            if len(inner) > 1 or (inner and (inner[0][1] != 2 or inner[0][0] not in _TAG_OF_KIND)):
+            if len(inner) > 1 or (inner and (inner[0][1] != 2 or inner[0][0] not in wire.KIND_TAG)):
                 return None
             entries.append(_Entry(key, inner[0][0] if inner else wire.NONE, key in wanted))
     except wire.WireError:
@@ -110,7 +109,7 @@ def _header(data: bytes, start: int, entry: _Entry) -> _Header | None:
     if entry.wanted:
         if entry.kind == wire.NONE:
             return None
-        fields.append((_TAG_OF_KIND[entry.kind], True))
+        fields.append((wire.KIND_TAG[entry.kind], True))
         if entry.kind != wire.BYTES:
             fields.append((0x0A, True))
     varints = []
@@ -298,7 +297,7 @@ def _entry_by_steps(batch: _Batch, pos: np.ndarray, entry: _Entry) -> tuple[np.n
     if entry.kind == wire.NONE:
         batch.ok &= ~present
         return entry_end, _Found(wire.NONE, present, at, length, [])
-    at = batch.expect(at, _TAG_OF_KIND[entry.kind], present)
+    at = batch.expect(at, wire.KIND_TAG[entry.kind], present)
     length, at = batch.varint(at, present)
     batch.ok &= ~present | (at + length == entry_end)
     if entry.kind == wire.BYTES:

@@ -28,6 +28,7 @@ __all__ = [
     "BYTES",
     "FLOAT",
     "INT64",
+    "KIND_TAG",
     "NONE",
     "Feature",
     "WireError",
@@ -41,6 +42,8 @@ __all__ = [
 
 # Feature kinds, numbered as the fields of Feature's oneof.
 NONE, BYTES, FLOAT, INT64 = 0, 1, 2, 3
+# The tag byte of each kind's list in a Feature: its field number, length-delimited.
+KIND_TAG = {BYTES: 0x0A, FLOAT: 0x12, INT64: 0x1A}
 
 _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 _SMALL_VARINT_PAYLOAD = 24  # below this many bytes a Python loop beats numpy's call overhead
@@ -179,9 +182,6 @@ def scan_example(data: bytes, wanted: frozenset[bytes] | None = None) -> dict[by
     return found
 
 
-_KIND_TAGS = (0x0A, 0x12, 0x1A)  # bytes_list, float_list, int64_list: field 1, 2, 3, length-delimited
-
-
 def _scan_canonical(data: bytes, wanted: frozenset[bytes] | None) -> dict[bytes, Feature] | None:
     """The features of an Example in the form writers produce, or None for any other form.
 
@@ -216,7 +216,7 @@ def _scan_canonical(data: bytes, wanted: frozenset[bytes] | None) -> dict[bytes,
             if length:
                 tag = data[pos]
                 length, pos = _varint(data, pos + 1)
-                if tag not in _KIND_TAGS or pos + length != end:
+                if tag not in KIND_TAG.values() or pos + length != end:
                     return None
                 feature = Feature(tag >> 3, ((pos, end),))
             if wanted is None or key in wanted:
