@@ -23,7 +23,7 @@ from . import wire
 from .fixed import fixed_columns
 from .lockstep import lockstep_columns
 
-__all__ = ["Column", "gather_columns"]
+__all__ = ["Column", "as_array", "gather_columns"]
 
 
 @dataclass
@@ -151,8 +151,9 @@ def _per_record(
     return columns_from_features([records[row] for row in rows], scanned, wanted, rows)
 
 
-def _as_objects(values: np.ndarray | list[bytes]) -> np.ndarray:
-    """Bytes as an object array, never through numpy's "S" dtype (it drops trailing NULs)."""
+def as_array(values: np.ndarray | list[bytes]) -> np.ndarray:
+    """Values as an array: bytes as an object array, never through numpy's "S" dtype (it drops
+    trailing NULs)."""
     if not isinstance(values, list):
         return values
     out = np.empty(len(values), object)
@@ -170,7 +171,7 @@ def _merge(
     merged = {}
     for key, kind in wanted.items():
         pieces = [columns[key] for _, columns in parts]
-        values = _as_objects(concat_values(kind, [p.values for p in pieces]))
+        values = as_array(concat_values(kind, [p.values for p in pieces]))
         width = pieces[0].width
         if width and all(p.width == width for p in pieces):  # every row full: whole rows, no checks
             out = values.reshape(-1, width)[where].reshape(-1)

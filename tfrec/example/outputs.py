@@ -24,8 +24,8 @@ import numpy as np
 from ..errors import DecodeError
 from . import wire
 from .checks import _TF_NAME, _Checks, _name, _shape_text
-from .columns import Column
-from .plan import Spec, _kind, _object_array
+from .columns import Column, as_array
+from .plan import Spec, _kind
 from .specs import (
     FixedLenFeature,
     FixedLenSequenceFeature,
@@ -38,10 +38,6 @@ from .specs import (
 )
 
 _LIST_NAME = {wire.INT64: "int64", wire.FLOAT: "float", wire.BYTES: "bytes"}
-
-
-def _as_array(values: np.ndarray | list[bytes]) -> np.ndarray:
-    return _object_array(values) if isinstance(values, list) else values
 
 
 def _output(key: str, spec: Spec, columns: Mapping[bytes, Column], checks: _Checks) -> Any:
@@ -70,10 +66,10 @@ def _fixed(key: str, spec: FixedLenFeature, column: Column, checks: _Checks) -> 
     kind = _kind(spec.dtype)
     size = math.prod(spec.shape)
     if column.width == size:  # every record holds its values: nothing to check or fill
-        return _as_array(column.values).reshape((len(column.kinds), *spec.shape))
+        return as_array(column.values).reshape((len(column.kinds), *spec.shape))
     present = column.kinds == kind
     if present.all() and (column.counts == size).all():  # the usual case: nothing to check or fill
-        return _as_array(column.values).reshape((len(present), *spec.shape))
+        return as_array(column.values).reshape((len(present), *spec.shape))
     bad = checks.kinds(column, kind, key)
     bad |= checks.refuse(
         present & (column.counts != size), key, lambda row: _count_problem(checks, key, spec, row, column)
@@ -111,7 +107,7 @@ def _count_problem(checks: _Checks, key: str, spec: FixedLenFeature, row: int, c
 def _fill_fixed(spec: FixedLenFeature, column: Column, present: np.ndarray) -> np.ndarray:
     """``[rows] + shape``: each record's values, or the default where the feature is absent."""
     rows = len(column.kinds)
-    values = _as_array(column.values)
+    values = as_array(column.values)
     if present.all():
         return values.reshape((rows, *spec.shape))
     out = np.empty((rows, *spec.shape), spec.dtype)
@@ -123,7 +119,7 @@ def _fill_fixed(spec: FixedLenFeature, column: Column, present: np.ndarray) -> n
 def _var_len(key: str, spec: VarLenFeature, column: Column, checks: _Checks) -> SparseArray | None:
     if checks.kinds(column, _kind(spec.dtype), key):
         return None
-    values = _as_array(column.values)
+    values = as_array(column.values)
     counts = column.counts
     position = np.arange(values.size) - np.repeat(column.offsets()[:-1], counts)
     if not checks.batched:
@@ -152,7 +148,7 @@ def _sequence(key: str, spec: FixedLenSequenceFeature, column: Column, checks: _
     if bad:
         return None
     return _pad_steps(
-        _as_array(column.values), column.counts // stride, spec.shape, spec.dtype, spec.default_value
+        as_array(column.values), column.counts // stride, spec.shape, spec.dtype, spec.default_value
     )
 
 
@@ -198,7 +194,7 @@ def _sparse(
     parts = [np.repeat(np.arange(counts.size), counts)] if checks.batched else []
     parts += [np.asarray(c.values, np.int64) for c in index_columns]
     indices = np.stack(parts, axis=1) if parts[0].size else np.empty((0, len(parts)), np.int64)
-    values = _as_array(value_column.values)
+    values = as_array(value_column.values)
     if not spec.already_sorted and len(values):
         order = np.lexsort(indices.T[::-1])  # stable: equal indices keep their order
         indices, values = indices[order], values[order]
@@ -226,7 +222,7 @@ def _ragged(
     if bad:
         return None
     splits_dtype = np.dtype(spec.row_splits_dtype)
-    values = _as_array(value_column.values)
+    values = as_array(value_column.values)
     if not checks.batched:
         return _ragged_single(key, values, partitions, splits_dtype, spec.validate)
     return _ragged_batch(key, values, value_column.counts, partitions, splits_dtype, spec.validate)

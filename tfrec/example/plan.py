@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import SchemaError
 from . import wire
 from .checks import _TF_NAME
+from .columns import as_array
 from .specs import (
     PARTITIONS,
     FixedLenFeature,
@@ -42,12 +43,6 @@ _KIND = {id(int64): wire.INT64, id(float32): wire.FLOAT, id(string): wire.BYTES}
 
 def _kind(dtype: np.dtype) -> int:
     return _KIND[id(dtype)]
-
-
-def _object_array(values: list[bytes]) -> np.ndarray:
-    out = np.empty(len(values), object)
-    out[:] = values
-    return out
 
 
 def _shape(key: str, feature: Any) -> tuple[int, ...]:
@@ -86,7 +81,7 @@ def _default(key: str, dtype: np.dtype, value: Any, shape: tuple[int, ...]) -> n
             items = np.asarray(value, dtype=object).ravel().tolist()
             if not all(isinstance(v, (str, bytes)) for v in items):
                 raise TypeError(f"expected str or bytes values, got {value!r}")
-            array = _object_array([v.encode() if isinstance(v, str) else bytes(v) for v in items])
+            array = as_array([v.encode() if isinstance(v, str) else bytes(v) for v in items])
         else:
             raw = np.asarray(value)
             # As TF: numpy arrays are cast; Python floats are not silently truncated to ints.

@@ -24,8 +24,8 @@ import numpy as np
 from ..errors import DecodeError, MissingFeatureError, SchemaError
 from . import wire
 from .checks import _TF_NAME, _Checks, _name, _shape_text
-from .columns import Column, columns_from_features, concat_values, empty_values
-from .outputs import _as_array, _fill_fixed, _output, _pad_steps
+from .columns import Column, as_array, columns_from_features, concat_values, empty_values
+from .outputs import _fill_fixed, _output, _pad_steps
 from .parsing import _decode_error, _names, _records
 from .plan import Spec, _kind, _Plan, _plan
 from .specs import (
@@ -189,7 +189,7 @@ def _sequence_outputs(
     lengths: dict[str, np.ndarray] = {}
     for key, spec in plan.specs.items():
         _, steps, counts, values = found[key]
-        array = _as_array(values)
+        array = as_array(values)
         if isinstance(spec, FixedLenSequenceFeature):
             padded = _pad_steps(array, steps, spec.shape, spec.dtype, None)
             out[key] = padded if batched else padded[0]
