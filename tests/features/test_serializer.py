@@ -199,9 +199,9 @@ def test_varints_up_to_three_bytes_decode_back() -> None:
 
 
 def test_entry_heads_stay_right_when_the_remembered_sizes_overflow(monkeypatch: Any) -> None:
-    from tfrec.features import serializer
+    from tfrec.example import codec
 
-    monkeypatch.setattr(serializer, "_MAX_HEADS", 3)
+    monkeypatch.setattr(codec, "_MAX_HEADS", 3)
     features = FeaturesDict({"t": Text(), "n": Tensor(shape=(None,), dtype=np.int64)})
     for size in [0, 1, 200, 1, 5000, 2, 3, 4, 200, 0]:
         value = {"t": "x" * size, "n": np.arange(size, dtype=np.int64) * 1000}

@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..example import wire
-from ..example.codec import append_entry, encode_varints, join_entries, packed_head, varint
+from ..example.codec import PackedHeads, append_entry, encode_varints, join_entries, varint
 from .base import FeatureConnector, fits
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
@@ -42,7 +41,6 @@ __all__ = ["compile_encoder", "stored_kind", "stored_values"]
 
 Encoder = Callable[[Any, list[bytes]], None]  # (value, parts): append the value's entries to parts
 
-_MAX_HEADS = 1024  # entry heads remembered per feature
 _MASK64 = (1 << 64) - 1  # an int64 is stored as the varint of its two's complement bits
 _F4 = np.dtype("<f4")
 _pack_f4, _unpack_f4 = struct.Struct("<f").pack, struct.Struct("<f").unpack
@@ -64,20 +62,6 @@ def stored_values(value: Any, kind: int) -> Any:
     if array.dtype == np.uint64:
         return array.view(np.int64).ravel()
     return array.astype(np.int64, copy=False).ravel()
-
-
-class _Heads(dict[int, bytes]):
-    """``packed_head`` of one key and kind by payload size: a feature's entries repeat a few sizes."""
-
-    def __init__(self, key: bytes, kind: int) -> None:
-        super().__init__()
-        self.key, self.kind = key, kind
-
-    def __missing__(self, size: int) -> bytes:
-        if len(self) >= _MAX_HEADS:
-            self.clear()
-        head = self[size] = packed_head(self.key, self.kind, size)
-        return head
 
 
 def compile_encoder(features: FeaturesDict) -> Callable[[Any], bytes]:
@@ -167,7 +151,7 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
         if not scalar:
             return slow
 
-        heads = _Heads(key, kind)
+        heads = PackedHeads(key, kind)
 
         def encode_bytes(value: Any, parts: list[bytes]) -> None:
             if isinstance(value, str):  # numpy's str_ and bytes_ too
@@ -184,9 +168,7 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
     if kind == wire.FLOAT:
         if dtype == np.float64:  # float32 must hold its values exactly: left to to_array
             return slow
-        fixed = packed_head(key, kind, 4 * math.prod(d or 0 for d in shape)) if known else b""
-
-        heads = _Heads(key, kind)
+        heads = PackedHeads(key, kind)
 
         def encode_floats(value: Any, parts: list[bytes]) -> None:
             if array_fits(value):
@@ -202,7 +184,7 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
                     return slow(value, parts)
             else:
                 return slow(value, parts)
-            parts += (fixed or heads[len(data)], data)
+            parts += (heads[len(data)], data)
 
         return encode_floats
 
@@ -210,7 +192,7 @@ def _tensor_encoder(tensor: Tensor, path: str) -> Encoder:
     info = np.iinfo(dtype) if dtype.kind in "iu" else None
     low, high = (int(info.min), int(info.max)) if info is not None else (0, 1)
 
-    heads = _Heads(key, kind)
+    heads = PackedHeads(key, kind)
 
     def encode_ints(value: Any, parts: list[bytes]) -> None:
         if array_fits(value):
@@ -233,7 +215,7 @@ def _label_encoder(label: ClassLabel, path: str) -> Encoder:
     slow = _reference_encoder(label, path)
     key = path.encode()
 
-    heads = _Heads(key, wire.INT64)
+    heads = PackedHeads(key, wire.INT64)
 
     def encode(value: Any, parts: list[bytes]) -> None:
         if type(value) is int or isinstance(value, np.integer):
@@ -252,7 +234,7 @@ def _text_encoder(text: Text, path: str) -> Encoder:
     slow = _reference_encoder(text, path)
     key = path.encode()
 
-    heads = _Heads(key, wire.BYTES)
+    heads = PackedHeads(key, wire.BYTES)
 
     def encode(value: Any, parts: list[bytes]) -> None:
         data = None
