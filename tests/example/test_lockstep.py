@@ -521,3 +521,53 @@ def test_batches_of_one_odd_form_decode_as_the_per_record_decoder_does(data: byt
     for kind in (wire.INT64, wire.FLOAT, wire.BYTES):
         wanted = dict.fromkeys(keys, kind)
         assert _gather_outcome(records, wanted) == _per_record_outcome(records, wanted)
+
+
+# -- int64 lists of alike lengths: decoded from one block per row -----------------------------------
+
+ALIKE_INT_ROWS = [  # lengths close enough for the block decoder; varints of 1 to 10 bytes
+    [[2**63 - 1, -1], [-1, -1], [-2, 5], [300, -1]],
+    [[1, 2, 3], [], [4, 5, 6], [7, 8, 9], [10, 11, 12]],
+    [[], [1, 2], [3, 4], [5, 6], [7, 8]],  # the first row empty
+    [[127], [128], [16383], [16384], [2**21 - 1], [2**21], [2**28 - 1], [2**28]],  # the 32-bit boundary
+]
+
+
+@pytest.mark.parametrize("rows", ALIKE_INT_ROWS)
+def test_int64_lists_of_alike_lengths_decode_as_the_per_record_decoder_does(rows: list[list[int]]) -> None:
+    records = [ex(n=ints(*row), s=strs(b"x")) for row in rows]
+    wanted = {b"n": wire.INT64}
+    with mock.patch.object(lockstep, "_block_varints", wraps=lockstep._block_varints) as block:
+        result = lockstep_columns(records, wanted, reuse=False)
+    assert result is not None and result[1] == [] and block.called
+    assert result[0][b"n"].values.tolist() == [v for row in rows for v in row]
+    assert result[0][b"n"].counts.tolist() == [len(row) for row in rows]
+
+
+# -- scalar strings: read with the header when every row holds one value -------------------------------
+
+
+def test_single_bytes_values_are_read_without_a_walk() -> None:
+    records = [ex(s=strs(b"x" * i), n=ints(i)) for i in range(1, 9)]
+    with mock.patch.object(lockstep, "_bytes_values", side_effect=AssertionError("walked")):
+        result = lockstep_columns(records, {b"s": wire.BYTES}, reuse=False)
+    assert result is not None and result[1] == []
+    assert result[0][b"s"].values == [b"x" * i for i in range(1, 9)]
+
+
+@pytest.mark.parametrize(
+    "other",
+    [strs(b"a", b"b"), strs(), strs(b""), strs(b"y" * 200), b"", ints(1)],
+    ids=["two values", "none", "an empty value", "a longer length", "kindless", "another kind"],
+)
+@pytest.mark.parametrize("row", [0, 3])
+def test_single_bytes_values_next_to_a_row_that_differs(other: bytes, row: int) -> None:
+    # Of different lengths, so that the fixed-layout decoder leaves them all to lockstep.
+    records = [ex(s=strs(b"x" * (20 + i)), n=ints(1)) for i in range(6)]
+    records[row] = ex(s=other, n=ints(1))
+    wanted = {b"s": wire.BYTES, b"n": wire.INT64}
+    lockstep._TEMPLATES.clear()
+    result = lockstep_columns(records, wanted)
+    # The row that differs is walked field by field, but for another kind: the per-record decoder's.
+    assert result is not None and result[1] == ([row] if other == ints(1) else [])
+    assert _gather_outcome(records, wanted) == _per_record_outcome(records, wanted)

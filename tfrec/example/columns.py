@@ -21,7 +21,7 @@ import numpy as np
 
 from . import wire
 from .fixed import fixed_columns
-from .lockstep import lockstep_columns
+from .lockstep import lockstep_columns, record_lengths
 
 __all__ = ["Column", "as_array", "gather_columns"]
 
@@ -119,10 +119,14 @@ def gather_columns(
     """
     parts: list[tuple[np.ndarray, dict[bytes, Column]]] = []  # (rows, their columns)
     rest = np.arange(len(records))
+    all_lengths = record_lengths(records)
     for attempt in range(templates):
         batch = records if attempt == 0 else [records[row] for row in rest.tolist()]
+        lengths = all_lengths if attempt == 0 else all_lengths[rest]
         # Later attempts need a layout of their own rows, not the one the first attempt used.
-        fast = fixed_columns(batch, wanted) or lockstep_columns(batch, wanted, reuse=attempt == 0)
+        fast = fixed_columns(batch, wanted, lengths) or lockstep_columns(
+            batch, wanted, reuse=attempt == 0, lengths=lengths
+        )
         if fast is None:
             break
         columns, odd = fast

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from . import wire
-from .lockstep import _template
+from .lockstep import _template, record_lengths
 
 if TYPE_CHECKING:
     from .columns import Column
@@ -128,18 +128,20 @@ def _cached_layout(
 
 
 def fixed_columns(
-    records: Sequence[bytes], wanted: Mapping[bytes, int]
+    records: Sequence[bytes], wanted: Mapping[bytes, int], lengths: np.ndarray | None = None
 ) -> tuple[dict[bytes, Column], list[int]] | None:
     """Columns of the records that repeat the first record's layout byte for byte, and the other rows.
 
-    Returns ``None`` when too few records match for this to pay.
+    ``lengths``: the records' lengths, if known. Returns ``None`` when too few
+    records match for this to pay.
     """
     from .columns import Column, empty_values
 
     if len(records) < _MIN_ROWS:
         return None
     size = len(records[0])
-    lengths = np.array(list(map(len, records)), np.int64)
+    if lengths is None:
+        lengths = record_lengths(records)
     candidates = lengths == size
     count = int(np.count_nonzero(candidates))
     if count < _MIN_ROWS or count * 2 < len(records):

@@ -74,7 +74,13 @@ class _Header(NamedTuple):
     size: int  # bytes compared
     pattern: np.ndarray  # the template's bytes, masked by ``check``, as one void scalar
     check: np.ndarray  # per byte, the bits a row must share: all, or a length's continuation bit
-    varints: list[tuple[int, int]]  # (column, width) of the lengths: entry, then Feature, list, packed run
+    # The lengths (entry, then Feature, list, packed run or value), where the header has them:
+    columns: np.ndarray  # each one's first byte
+    ends: np.ndarray  # where each one's varint ends (so its field starts)
+    later: tuple[tuple[int, np.ndarray, np.ndarray], ...]  # per further byte: (shift, which, columns)
+    # A BytesList that holds one value in the template (scalar strings): the header through that
+    # value's length too, so a batch of single values needs no walk. None otherwise.
+    one_value: _Header | None = None
 
 
 _MAX_HEADER_VARINT = 5  # wider lengths (padded varints) are read field by field
@@ -89,7 +95,13 @@ def _headers(data: bytes, template: list[_Entry]) -> list[_Header | None]:
     run), are left to the field-by-field walk, which checks every row there.
     """
     try:
-        return [_header(data, start, entry) for start, entry in _entry_starts(data, template)]
+        headers = []
+        for start, entry in _entry_starts(data, template):
+            header = _header(data, start, entry)
+            if header and entry.wanted and entry.kind == wire.BYTES:
+                header = header._replace(one_value=_header(data, start, entry, one_value=True))
+            headers.append(header)
+        return headers
     except (IndexError, wire.WireError):  # a form _template accepts but headers do not describe
         return [None] * len(template)
 
@@ -102,15 +114,16 @@ def _entry_starts(data: bytes, template: list[_Entry]) -> Iterator[tuple[int, _E
         pos = end + length
 
 
-def _header(data: bytes, start: int, entry: _Entry) -> _Header | None:
+def _header(data: bytes, start: int, entry: _Entry, one_value: bool = False) -> _Header | None:
     # (tag, whether a length follows it) from the entry's tag on: the entry, its key, the Feature;
-    # for a wanted key, the list (after its kind's tag) and for numbers the packed run.
+    # for a wanted key, the list (after its kind's tag) and for numbers the packed run (or with
+    # ``one_value``, a bytes value: None unless the template's list is exactly one value).
     fields = [(0x0A, True), (0x0A, False), (0x12, True)]
     if entry.wanted:
         if entry.kind == wire.NONE:
             return None
         fields.append((wire.KIND_TAG[entry.kind], True))
-        if entry.kind != wire.BYTES:
+        if entry.kind != wire.BYTES or one_value:
             fields.append((0x0A, True))
     varints = []
     pos = start
@@ -125,13 +138,23 @@ def _header(data: bytes, start: int, entry: _Entry) -> _Header | None:
             return None  # an empty numeric list: no packed run to describe
         varints.append((pos + 1 - start, end - pos - 1))
         pos = end
+        if number == 0:
+            entry_end = end + value
+    if one_value and pos + value != entry_end:
+        return None  # not exactly one value: the list is walked value by value
     if any(width > _MAX_HEADER_VARINT for _, width in varints):
         return None
     check = np.full(pos - start, 0xFF, np.uint8)
     for column, width in varints:
         check[column : column + width] = 0x80
     pattern = np.frombuffer(data, np.uint8, pos - start, start) & check
-    return _Header(pos - start, pattern.view(f"V{pos - start}"), check, varints)
+    later = []
+    for i in range(1, max(width for _, width in varints)):
+        which = [n for n, (_, width) in enumerate(varints) if width > i]
+        later.append((7 * i, np.array(which), np.array([varints[n][0] + i for n in which])))
+    columns = np.array([column for column, _ in varints])
+    ends = np.array([column + width for column, width in varints])
+    return _Header(pos - start, pattern.view(f"V{pos - start}"), check, columns, ends, tuple(later))
 
 
 _MAX_TEMPLATES = 64  # layouts kept between batches
@@ -151,11 +174,10 @@ class _Found(NamedTuple):
 class _Batch:
     """The batch as one array, and the vectorised reading steps over it."""
 
-    def __init__(self, records: Sequence[bytes], pad: int = _PAD) -> None:
+    def __init__(self, records: Sequence[bytes], lengths: np.ndarray, pad: int = _PAD) -> None:
         self.joined = b"".join([*records, bytes(pad)])  # one copy, padding included
         self.u8 = np.frombuffer(self.joined, np.uint8)
         self.limit = len(self.joined) - pad  # last valid position + 1
-        lengths = np.array(list(map(len, records)), np.int64)
         self.ends = np.cumsum(lengths)
         self.starts = self.ends - lengths
         self.ok = np.ones(len(records), bool)
@@ -201,6 +223,11 @@ class _Batch:
         valid = ~going & (value >= 0) & (value <= self.limit)  # no length exceeds the batch
         return np.where(valid, value, 0), size, valid
 
+    def windows(self, size: int) -> np.ndarray:
+        """Row ``i`` is the ``size`` bytes from position ``i``: gathering rows copies blocks."""
+        # What sliding_window_view makes, without its checks: this is made several times a batch.
+        return np.ndarray((self.u8.size - size + 1, size), np.uint8, self.joined, 0, (1, 1))
+
     def key(self, pos: np.ndarray, key: bytes) -> np.ndarray:
         """Check that the bytes at ``pos`` are ``key``; return the position after it."""
         size = len(key)
@@ -208,20 +235,28 @@ class _Batch:
             self.ok[:] = False
         elif size:
             # Each row's bytes there as one block, compared as a void scalar (one memcmp each).
-            windows = np.lib.stride_tricks.sliding_window_view(self.u8, size)
-            found = windows[np.minimum(pos, self.u8.size - size)]
+            found = self.windows(size)[np.minimum(pos, self.u8.size - size)]
             self.ok &= found.view(f"V{size}").reshape(-1) == np.frombuffer(key, f"V{size}")
         return pos + size
 
 
+def record_lengths(records: Sequence[bytes]) -> np.ndarray:
+    """The records' lengths, as int64."""
+    return np.fromiter(map(len, records), np.int64, len(records))
+
+
 def lockstep_columns(
-    records: Sequence[bytes], wanted: Mapping[bytes, int], reuse: bool = True
+    records: Sequence[bytes],
+    wanted: Mapping[bytes, int],
+    reuse: bool = True,
+    lengths: np.ndarray | None = None,
 ) -> tuple[dict[bytes, Column], list[int]] | None:
     """Columns of the records that follow a template record's layout, and the rows that do not.
 
     With ``reuse``, the layout of an earlier batch is tried before one of these
-    records. Returns ``None`` when the batch is too small or the template has no
-    canonical layout (then every record goes through the per-record decoder).
+    records. ``lengths``: the records' lengths, if known. Returns ``None`` when
+    the batch is too small or the template has no canonical layout (then every
+    record goes through the per-record decoder).
     """
 
     if len(records) < _MIN_BATCH:
@@ -243,7 +278,9 @@ def lockstep_columns(
                 _TEMPLATES.clear()
             _TEMPLATES[cache_key] = cached
     template, headers = cached
-    batch = _Batch(records, _PAD + max((h.size for h in headers if h), default=0))
+    if lengths is None:
+        lengths = record_lengths(records)
+    batch = _Batch(records, lengths, _PAD + max((h.size for h in headers if h), default=0))
     pos = batch.expect(batch.starts, 0x0A)
     length, pos = batch.varint(pos)
     batch.ok &= pos + length == batch.ends
@@ -314,40 +351,54 @@ def _entry_by_header(
 ) -> tuple[np.ndarray, _Found | None] | None:
     """Read one map entry of every row at once, when every row's entry starts like the template's.
 
-    All bytes up to the values are gathered as one window per row and
-    compared with the template's, lengths by their continuation bits only; the
-    lengths are then read from fixed columns of the window. Returns ``None``
-    (and changes nothing) when any row still in play differs: the caller then
-    walks the entry field by field.
+    Returns ``None`` (and changes nothing) when any row still in play differs:
+    the caller then walks the entry field by field.
     """
-    # Whole rows of a sliding window: numpy copies each row's header as one block.
-    window = np.lib.stride_tricks.sliding_window_view(batch.u8, header.size)[np.minimum(pos, batch.limit)]
-    # Rows compared as void scalars: one memcmp each, much faster than .all(axis=1).
-    same = (window & header.check).view(f"V{header.size}").reshape(-1) == header.pattern
-    ends = [pos + (column + width) for column, width in header.varints]
-    lengths = [_window_varint(window, column, width) for column, width in header.varints]
-    entry_end = ends[0] + lengths[0]
-    for end, length in zip(ends[1:], lengths[1:], strict=True):
-        same &= end + length == entry_end  # each nested length ends with the entry
-    if not (same | ~batch.ok).all():
+    present = np.ones(pos.size, bool)
+    if header.one_value is not None:  # first try: every row holds one bytes value, as the template
+        read = _read_header(batch, pos, header.one_value)
+        if read is not None:
+            entry_end, start, length = read
+            single = (np.zeros(pos.size, np.int64), np.arange(pos.size), start, length)
+            return entry_end, _Found(wire.BYTES, present, start, length, [single])
+    read = _read_header(batch, pos, header)
+    if read is None:
         return None
+    entry_end, start, length = read
     if not entry.wanted:
         return entry_end, None
-    present = np.ones(pos.size, bool)
-    start, length = ends[-1], lengths[-1]
     if entry.kind == wire.BYTES:
         return entry_end, _Found(wire.BYTES, present, start, length, _bytes_values(batch, start, entry_end))
     return entry_end, _Found(entry.kind, present, start, length, [])
 
 
-def _window_varint(window: np.ndarray, column: int, width: int) -> np.ndarray:
-    """The varints of ``width`` bytes at ``column`` of every window row (continuation bits checked)."""
-    value = window[:, column].astype(np.int64)
-    if width > 1:
-        value &= 0x7F
-        for i in range(1, width):
-            value |= (window[:, column + i].astype(np.int64) & 0x7F) << (7 * i)
-    return value
+def _read_header(
+    batch: _Batch, pos: np.ndarray, header: _Header
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Every row's entry end, and where its header's last length starts and how long it is.
+
+    All bytes up to the values are gathered as one window per row and
+    compared with the template's, lengths by their continuation bits only; the
+    lengths are then read from fixed columns of the window, and each must end
+    where the entry ends. ``None`` when a row still in play differs.
+    """
+    window = batch.windows(header.size)[np.minimum(pos, batch.limit)]
+    lengths = window[:, header.columns].astype(np.int64)
+    if header.later:  # lengths of several bytes
+        lengths &= 0x7F
+        for shift, which, columns in header.later:
+            lengths[:, which] |= (window[:, columns].astype(np.int64) & 0x7F) << shift
+    ends = lengths + (pos[:, None] + header.ends)  # each length's field's end
+    # Rows compared as void scalars: one memcmp each, much faster than .all(axis=1). The window
+    # is a copy, masked in place once the lengths are read.
+    masked = np.bitwise_and(window, header.check, out=window)
+    same = masked.view(f"V{header.size}").reshape(-1) == header.pattern
+    # Each nested field ends with the entry (the first), compared the same way.
+    fields = f"V{ends.shape[1]}"
+    same &= (ends == ends[:, :1]).view(fields).reshape(-1) == np.ones(ends.shape[1], bool).view(fields)
+    if not (same | ~batch.ok).all():
+        return None
+    return ends[:, 0].copy(), pos + int(header.ends[-1]), lengths[:, -1].copy()
 
 
 def _bytes_values(batch: _Batch, pos: np.ndarray, end: np.ndarray) -> list[tuple[np.ndarray, ...]]:
@@ -404,33 +455,48 @@ def _columns(
         values: np.ndarray | list[bytes] = empty_values(kind)
         entry = found.get(key)
         if entry is not None:
-            kinds = np.where(entry.present[rows], entry.kind, wire.NONE).astype(np.int8)
+            kinds = entry.present[rows].astype(np.int8) * np.int8(entry.kind)  # NONE is 0
             if entry.kind == kind == wire.BYTES:
                 counts, values = _gather_bytes(batch, entry.rounds, batch.ok)
             elif entry.kind == kind:
-                counts, values = _gather_numeric(batch.u8, kind, entry.starts[rows], entry.lengths[rows])
+                counts, values = _gather_numeric(batch, kind, entry.starts[rows], entry.lengths[rows])
         columns[key] = Column(kinds, counts, values)
     return columns
 
 
-def _ragged_gather(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def _alike(batch: _Batch, starts: np.ndarray, lengths: np.ndarray) -> int:
+    """The longest length, when blocks that long from every start are cheaper to copy than the
+    bytes one by one (lengths alike) and stay in the batch; else 0."""
+    width = int(lengths.max())
+    if width * lengths.size <= 2 * int(lengths.sum()) and int(starts.max()) + width <= batch.u8.size:
+        return width
+    return 0
+
+
+def _ragged_gather(batch: _Batch, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Concatenate ``u8[s : s + n]`` for every start ``s`` and length ``n``."""
     total = int(lengths.sum())
     if not total:
         return np.empty(0, np.uint8)
-    if (lengths == lengths[0]).all():
-        # Whole rows of a sliding window: numpy copies each row as one block.
-        rows = np.lib.stride_tricks.sliding_window_view(u8, int(lengths[0]))
-        return rows[starts].reshape(-1)
+    width = _alike(batch, starts, lengths)
+    if width:  # each row's block up to the longest, then cut to its length
+        rows = batch.windows(width)[starts]
+        if (lengths == width).all():
+            return rows.reshape(-1)
+        return rows[np.arange(width) < lengths[:, None]]
     offsets = np.cumsum(lengths) - lengths
-    return u8[np.repeat(starts - offsets, lengths) + np.arange(total)]
+    return batch.u8[np.repeat(starts - offsets, lengths) + np.arange(total)]
 
 
 def _gather_numeric(
-    u8: np.ndarray, kind: int, starts: np.ndarray, lengths: np.ndarray
+    batch: _Batch, kind: int, starts: np.ndarray, lengths: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Counts and values of the packed float or varint payloads at ``starts``."""
-    payload = _ragged_gather(u8, starts, lengths)
+    if kind == wire.INT64 and lengths.size and int(lengths.max()):
+        width = _alike(batch, starts, lengths)
+        if width:
+            return _block_varints(batch.windows(width)[starts], lengths)
+    payload = _ragged_gather(batch, starts, lengths)
     if kind == wire.FLOAT:
         return lengths // 4, payload.view("<f4").astype(np.float32, copy=False)  # payload is a copy
     last = np.flatnonzero(payload < 0x80)  # each varint's final byte
@@ -440,6 +506,25 @@ def _gather_numeric(
     # A row's values: the final bytes within it (each row's payload ends with one: checked).
     counts = np.diff(np.searchsorted(last, ends), prepend=0)
     return counts, wire.varints_of(payload, last).view(np.int64)
+
+
+def _block_varints(rows: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Counts and values of packed varint payloads, each at the start of a row of ``rows``
+    (what follows a payload in its row is ignored)."""
+    width = rows.shape[1]
+    final = rows < 0x80  # each varint's final byte (each payload ends with one: checked)
+    if not (lengths == width).all():
+        final &= np.arange(width) < lengths[:, None]
+    last = np.flatnonzero(final)
+    counts = np.diff(np.searchsorted(last, np.arange(width, final.size + 1, width)), prepend=0)
+    first = np.empty_like(last)
+    first[0] = 0
+    first[1:] = last[:-1] + 1
+    # A row's first varint starts at its row, not after the previous row's last.
+    heads = np.cumsum(counts) - counts
+    nonempty = counts > 0
+    first[heads[nonempty]] = np.flatnonzero(nonempty) * width
+    return counts, wire.varints_between(rows.reshape(-1), first, last).view(np.int64)
 
 
 def _gather_bytes(

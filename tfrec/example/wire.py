@@ -360,13 +360,29 @@ def varints_of(raw: np.ndarray, last: np.ndarray | None = None) -> np.ndarray:
     first = np.empty_like(last)
     first[0] = 0
     first[1:] = last[:-1] + 1
+    return varints_between(raw, first, last)
+
+
+def varints_between(raw: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Decode the varints at ``raw[first[i] : last[i] + 1]`` as uint64.
+
+    The caller has found each one's final byte (the only one below 0x80); the
+    bytes between varints may be anything.
+    """
     extra = last - first  # continuation bytes of each varint
-    longest = int(extra.max())
+    longest = int(extra.max()) if extra.size else 0
     if longest >= 10:
         raise WireError("a varint is longer than 10 bytes")
-    values = (raw[first] & 0x7F).astype(np.uint64)
-    # Byte i of every varint at once; varints shorter than that re-read their last byte, masked out.
+    # The 7-bit groups, padded so that byte i past any varint's first stays in bounds.
+    low = np.zeros(raw.size + longest, np.uint8)
+    np.bitwise_and(raw, 0x7F, out=low[: raw.size])
+    word = np.uint32 if longest < 4 else np.uint64  # up to 4 bytes (28 bits) fit in 32
+    values = low[first].astype(word)
+    at = first.copy()
+    # Byte i of every varint at once; the bytes past a shorter varint's end are masked out.
     for i in range(1, longest + 1):
-        byte = raw[np.minimum(first + i, last)] & 0x7F
-        values |= np.where(extra >= i, byte, 0).astype(np.uint64) << np.uint64(7 * i)
-    return values
+        at += 1
+        byte = low[at]
+        byte *= extra >= i
+        values |= byte.astype(word) << word(7 * i)
+    return values.astype(np.uint64, copy=False)
