@@ -571,3 +571,12 @@ def test_single_bytes_values_next_to_a_row_that_differs(other: bytes, row: int) 
     # The row that differs is walked field by field, but for another kind: the per-record decoder's.
     assert result is not None and result[1] == ([row] if other == ints(1) else [])
     assert _gather_outcome(records, wanted) == _per_record_outcome(records, wanted)
+
+
+def test_short_bytes_values_of_several_lengths_come_back_whole_and_in_order() -> None:
+    values = [b"ab\x00", b"\x00", b"\xff\xfe", b"ab\x00", b"x" * 512, b"\x00\x00", b"caf\xc3\xa9"]
+    records = [ex(s=strs(value), n=ints(i)) for i, value in enumerate(values)]
+    result = lockstep_columns(records, {b"s": wire.BYTES}, reuse=False)
+    assert result is not None and result[1] == []
+    assert result[0][b"s"].values == values  # trailing NULs kept, never numpy "S"
+    assert all(type(v) is bytes for v in result[0][b"s"].values)

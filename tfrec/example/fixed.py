@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from . import wire
-from .lockstep import _template, record_lengths
+from .lockstep import _SHORT_BYTES, _template, record_lengths
 
 if TYPE_CHECKING:
     from .columns import Column
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["fixed_columns"]
 
 _MIN_ROWS = 8  # below this many matching records the lockstep decoder is as fast
-_SHORT_BYTES = 512  # up to this size, bytes values are cut out of a void view (faster than slicing)
 
 
 class _Values(NamedTuple):

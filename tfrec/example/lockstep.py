@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -35,6 +36,8 @@ _TEMPLATE_CANDIDATES = 16  # records looked at to pick the template
 _MAX_ROUNDS = 64  # bytes values per row walked together before long lists go to the per-record decoder
 _FEW_ROWS = 8  # ... when at most one row in this many still has values
 _PAD = 16  # zero bytes after the batch, so fixed-width gathers stay in bounds
+_SHORT_BYTES = 512  # up to this size, bytes values are cut out of void views (faster than slicing)
+_MAX_GROUPS = 8  # ... when they come in at most this many lengths
 
 
 class _Entry(NamedTuple):
@@ -142,6 +145,17 @@ def _header(data: bytes, start: int, entry: _Entry, one_value: bool = False) -> 
             entry_end = end + value
     if one_value and pos + value != entry_end:
         return None  # not exactly one value: the list is walked value by value
+    return _make_header(data, start, pos, varints)
+
+
+def _features_header(data: bytes) -> _Header | None:
+    """The Example's first bytes, its Features tag and length, as every row should have them."""
+    _, end = wire._varint(data, 1)
+    return _make_header(data, 0, end, [(1, end - 1)])
+
+
+def _make_header(data: bytes, start: int, pos: int, varints: list[tuple[int, int]]) -> _Header | None:
+    """The header of ``data[start:pos]``, whose lengths are the varints at (column, width)."""
     if any(width > _MAX_HEADER_VARINT for _, width in varints):
         return None
     check = np.full(pos - start, 0xFF, np.uint8)
@@ -158,7 +172,9 @@ def _header(data: bytes, start: int, entry: _Entry, one_value: bool = False) -> 
 
 
 _MAX_TEMPLATES = 64  # layouts kept between batches
-_TEMPLATES: dict[tuple[tuple[bytes, int], ...], tuple[list[_Entry], list[_Header | None]]] = {}
+_TEMPLATES: dict[
+    tuple[tuple[bytes, int], ...], tuple[list[_Entry], _Header | None, list[_Header | None]]
+] = {}
 
 
 class _Found(NamedTuple):
@@ -272,18 +288,23 @@ def lockstep_columns(
         template = _template(first, wanted)
         if template is None:
             return None
-        cached = (template, _headers(first, template))
+        cached = (template, _features_header(first), _headers(first, template))
         if reuse:
             if len(_TEMPLATES) >= _MAX_TEMPLATES:
                 _TEMPLATES.clear()
             _TEMPLATES[cache_key] = cached
-    template, headers = cached
+    template, features, headers = cached
     if lengths is None:
         lengths = record_lengths(records)
     batch = _Batch(records, lengths, _PAD + max((h.size for h in headers if h), default=0))
-    pos = batch.expect(batch.starts, 0x0A)
-    length, pos = batch.varint(pos)
-    batch.ok &= pos + length == batch.ends
+    read = _read_header(batch, batch.starts, features) if features else None
+    if read is not None:
+        end, pos, _ = read
+        batch.ok &= end == batch.ends
+    else:
+        pos = batch.expect(batch.starts, 0x0A)
+        length, pos = batch.varint(pos)
+        batch.ok &= pos + length == batch.ends
     found: dict[bytes, _Found] = {}
     for entry, header in zip(template, headers, strict=True):
         step = _entry_by_header(batch, pos, entry, header) if header else None
@@ -383,22 +404,23 @@ def _read_header(
     where the entry ends. ``None`` when a row still in play differs.
     """
     window = batch.windows(header.size)[np.minimum(pos, batch.limit)]
-    lengths = window[:, header.columns].astype(np.int64)
+    # One row per length, with the batch along it: numpy's loops run long along the batch.
+    lengths = window.T[header.columns].astype(np.int64)
     if header.later:  # lengths of several bytes
         lengths &= 0x7F
         for shift, which, columns in header.later:
-            lengths[:, which] |= (window[:, columns].astype(np.int64) & 0x7F) << shift
-    ends = lengths + (pos[:, None] + header.ends)  # each length's field's end
+            lengths[which] |= (window.T[columns].astype(np.int64) & 0x7F) << shift
+    ends = lengths + pos  # each length's field's end
+    ends += header.ends[:, None]
     # Rows compared as void scalars: one memcmp each, much faster than .all(axis=1). The window
     # is a copy, masked in place once the lengths are read.
     masked = np.bitwise_and(window, header.check, out=window)
     same = masked.view(f"V{header.size}").reshape(-1) == header.pattern
-    # Each nested field ends with the entry (the first), compared the same way.
-    fields = f"V{ends.shape[1]}"
-    same &= (ends == ends[:, :1]).view(fields).reshape(-1) == np.ones(ends.shape[1], bool).view(fields)
+    for end in ends[1:]:
+        same &= end == ends[0]  # each nested field ends with the entry
     if not (same | ~batch.ok).all():
         return None
-    return ends[:, 0].copy(), pos + int(header.ends[-1]), lengths[:, -1].copy()
+    return ends[0], pos + int(header.ends[-1]), lengths[-1]
 
 
 def _bytes_values(batch: _Batch, pos: np.ndarray, end: np.ndarray) -> list[tuple[np.ndarray, ...]]:
@@ -447,20 +469,23 @@ def _columns(
         else:  # each packed run must end on the last byte of a varint
             end = batch._clip(entry.starts + entry.lengths - 1)
             batch.ok &= (entry.lengths == 0) | (batch.u8[end] < 0x80)
-    rows = np.flatnonzero(batch.ok)
+    everyone = bool(batch.ok.all())  # the usual case: no rows to pick
+    picked = np.flatnonzero(batch.ok)
+    rows: slice | np.ndarray = slice(None) if everyone else picked
     columns = {}
     for key, kind in wanted.items():
-        kinds = np.zeros(rows.size, np.int8)
-        counts = np.zeros(rows.size, np.int64)
+        kinds = np.zeros(picked.size, np.int8)
+        counts = np.zeros(picked.size, np.int64)
         values: np.ndarray | list[bytes] = empty_values(kind)
+        width = None  # known when every row holds as many values: the gathers see it for free
         entry = found.get(key)
         if entry is not None:
             kinds = entry.present[rows].astype(np.int8) * np.int8(entry.kind)  # NONE is 0
             if entry.kind == kind == wire.BYTES:
-                counts, values = _gather_bytes(batch, entry.rounds, batch.ok)
+                counts, values, width = _gather_bytes(batch, entry.rounds, batch.ok, everyone)
             elif entry.kind == kind:
-                counts, values = _gather_numeric(batch, kind, entry.starts[rows], entry.lengths[rows])
-        columns[key] = Column(kinds, counts, values)
+                counts, values, width = _gather_numeric(batch, kind, entry.starts[rows], entry.lengths[rows])
+        columns[key] = Column(kinds, counts, values, width)
     return columns
 
 
@@ -490,22 +515,27 @@ def _ragged_gather(batch: _Batch, starts: np.ndarray, lengths: np.ndarray) -> np
 
 def _gather_numeric(
     batch: _Batch, kind: int, starts: np.ndarray, lengths: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Counts and values of the packed float or varint payloads at ``starts``."""
+) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """Counts, values and (when every row holds as many) width of the packed float or varint
+    payloads at ``starts``."""
     if kind == wire.INT64 and lengths.size and int(lengths.max()):
         width = _alike(batch, starts, lengths)
         if width:
-            return _block_varints(batch.windows(width)[starts], lengths)
+            counts, values = _block_varints(batch.windows(width)[starts], lengths)
+            same = int(counts[0]) if (counts == counts[0]).all() else 0
+            return counts, values, same or None
     payload = _ragged_gather(batch, starts, lengths)
     if kind == wire.FLOAT:
-        return lengths // 4, payload.view("<f4").astype(np.float32, copy=False)  # payload is a copy
+        counts = lengths // 4
+        same = int(counts[0]) if counts.size and (counts == counts[0]).all() else 0
+        return counts, payload.view("<f4").astype(np.float32, copy=False), same or None  # payload: a copy
     last = np.flatnonzero(payload < 0x80)  # each varint's final byte
     if last.size == payload.size:  # every value below 128: one byte each
-        return lengths.copy(), payload.astype(np.int64)
+        return lengths.copy(), payload.astype(np.int64), None
     ends = np.cumsum(lengths)
     # A row's values: the final bytes within it (each row's payload ends with one: checked).
     counts = np.diff(np.searchsorted(last, ends), prepend=0)
-    return counts, wire.varints_of(payload, last).view(np.int64)
+    return counts, wire.varints_of(payload, last).view(np.int64), None
 
 
 def _block_varints(rows: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -516,39 +546,64 @@ def _block_varints(rows: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, n
     if not (lengths == width).all():
         final &= np.arange(width) < lengths[:, None]
     last = np.flatnonzero(final)
-    counts = np.diff(np.searchsorted(last, np.arange(width, final.size + 1, width)), prepend=0)
-    first = np.empty_like(last)
-    first[0] = 0
-    first[1:] = last[:-1] + 1
-    # A row's first varint starts at its row, not after the previous row's last.
-    heads = np.cumsum(counts) - counts
-    nonempty = counts > 0
-    first[heads[nonempty]] = np.flatnonzero(nonempty) * width
+    if last.size == lengths.size and lengths.all():  # one value in every row (scalars)
+        counts, first = np.ones(lengths.size, np.int64), np.arange(0, final.size, width)
+    else:
+        counts = np.diff(np.searchsorted(last, np.arange(0, final.size + 1, width)))  # final bytes per row
+        first = np.empty_like(last)
+        first[0] = 0
+        first[1:] = last[:-1] + 1
+        # A row's first varint starts at its row, not after the previous row's last.
+        heads = np.cumsum(counts) - counts
+        nonempty = counts > 0
+        first[heads[nonempty]] = np.flatnonzero(nonempty) * width
     return counts, wire.varints_between(rows.reshape(-1), first, last).view(np.int64)
 
 
 def _gather_bytes(
-    batch: _Batch, rounds: list[tuple[np.ndarray, ...]], ok: np.ndarray
-) -> tuple[np.ndarray, list[bytes]]:
-    """Counts and values of the bytes lists walked in ``rounds``, for the ``ok`` rows, in row order."""
+    batch: _Batch, rounds: list[tuple[np.ndarray, ...]], ok: np.ndarray, everyone: bool
+) -> tuple[np.ndarray, list[bytes], int | None]:
+    """Counts and values of the bytes lists walked in ``rounds``, for the ``ok`` rows (``everyone``:
+    all of them), in row order; their width when every row holds one value."""
+    if everyone and len(rounds) == 1 and rounds[0][1].size == ok.size:  # one value in every row
+        _, _, start, length = rounds[0]
+        return np.ones(ok.size, np.int64), _slices(batch, start, length), 1
     rows = np.flatnonzero(ok)
     position = np.full(ok.size, -1)
     position[rows] = np.arange(rows.size)
     counts = np.zeros(rows.size, np.int64)
     if not rounds:
-        return counts, []
-    joined = batch.joined
+        return counts, [], None
     if len(rounds) == 1:  # at most one value per row (scalar strings): already in row order
         _, row, start, length = rounds[0]
         keep = ok[row]
         counts[position[row[keep]]] = 1
-        starts, lengths = start[keep].tolist(), length[keep].tolist()
-        return counts, [joined[s : s + n] for s, n in zip(starts, lengths, strict=True)]
+        return counts, _slices(batch, start[keep], length[keep]), None
     step, row, start, length = (np.concatenate([r[i] for r in rounds]) for i in range(4))
     keep = ok[row]
     step, row, start, length = step[keep], position[row[keep]], start[keep], length[keep]
     order = np.lexsort((step, row))
     np.add.at(counts, row, 1)
-    return counts, [
-        joined[s : s + n] for s, n in zip(start[order].tolist(), length[order].tolist(), strict=True)
-    ]
+    return counts, _slices(batch, start[order], length[order]), None
+
+
+def _slices(batch: _Batch, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+    """``joined[s : s + n]`` for every start ``s`` and length ``n``, in order."""
+    if lengths.size > 1 and int(lengths.min()) > 0 and int(lengths.max()) <= _SHORT_BYTES:
+        order = np.argsort(lengths, kind="stable")
+        ordered = lengths[order]
+        cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+        if cuts.size < _MAX_GROUPS:
+            # The values of each length are the rows of a void view, whose tolist makes their
+            # bytes objects in one C loop; then back in order.
+            values: list[bytes] = []
+            for group in np.split(order, cuts):
+                size = int(lengths[group[0]])
+                values += batch.windows(size)[starts[group]].view(f"V{size}").reshape(-1).tolist()
+            if not cuts.size:
+                return values
+            back = np.empty_like(order)
+            back[order] = np.arange(order.size)
+            return list(itemgetter(*back.tolist())(values))
+    joined = batch.joined
+    return [joined[s : s + n] for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
