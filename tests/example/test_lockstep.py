@@ -530,6 +530,7 @@ ALIKE_INT_ROWS = [  # lengths close enough for the block decoder; varints of 1 t
     [[1, 2, 3], [], [4, 5, 6], [7, 8, 9], [10, 11, 12]],
     [[], [1, 2], [3, 4], [5, 6], [7, 8]],  # the first row empty
     [[127], [128], [16383], [16384], [2**21 - 1], [2**21], [2**28 - 1], [2**28]],  # the 32-bit boundary
+    [[-1], [5], [-(2**63)], [2**63 - 1]],  # one value a row, up to 10 bytes
 ]
 
 

@@ -160,9 +160,7 @@ def as_array(values: np.ndarray | list[bytes]) -> np.ndarray:
     trailing NULs)."""
     if not isinstance(values, list):
         return values
-    out = np.empty(len(values), object)
-    out[:] = values
-    return out
+    return np.fromiter(values, object, len(values))
 
 
 def _merge(

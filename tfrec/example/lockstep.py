@@ -418,7 +418,7 @@ def _read_header(
     same = masked.view(f"V{header.size}").reshape(-1) == header.pattern
     for end in ends[1:]:
         same &= end == ends[0]  # each nested field ends with the entry
-    if not (same | ~batch.ok).all():
+    if not same.all() and not (same | ~batch.ok).all():  # rows already odd may differ
         return None
     return ends[0], pos + int(header.ends[-1]), lengths[-1]
 
@@ -547,17 +547,30 @@ def _block_varints(rows: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, n
         final &= np.arange(width) < lengths[:, None]
     last = np.flatnonzero(final)
     if last.size == lengths.size and lengths.all():  # one value in every row (scalars)
-        counts, first = np.ones(lengths.size, np.int64), np.arange(0, final.size, width)
-    else:
-        counts = np.diff(np.searchsorted(last, np.arange(0, final.size + 1, width)))  # final bytes per row
-        first = np.empty_like(last)
-        first[0] = 0
-        first[1:] = last[:-1] + 1
-        # A row's first varint starts at its row, not after the previous row's last.
-        heads = np.cumsum(counts) - counts
-        nonempty = counts > 0
-        first[heads[nonempty]] = np.flatnonzero(nonempty) * width
+        return np.ones(lengths.size, np.int64), _row_varints(rows, lengths)
+    counts = np.diff(np.searchsorted(last, np.arange(0, final.size + 1, width)))  # final bytes per row
+    first = np.empty_like(last)
+    first[0] = 0
+    first[1:] = last[:-1] + 1
+    # A row's first varint starts at its row, not after the previous row's last.
+    heads = np.cumsum(counts) - counts
+    nonempty = counts > 0
+    first[heads[nonempty]] = np.flatnonzero(nonempty) * width
     return counts, wire.varints_between(rows.reshape(-1), first, last).view(np.int64)
+
+
+def _row_varints(rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The one varint that starts each row, ``lengths`` bytes long, decoded column by column."""
+    width = rows.shape[1]
+    if width > 10:
+        raise wire.WireError("a varint is longer than 10 bytes")
+    word = np.uint32 if width <= 4 else np.uint64  # up to 4 bytes (28 bits) fit in 32
+    values = (rows[:, 0] & 0x7F).astype(word)
+    for i in range(1, width):
+        byte = rows[:, i] & 0x7F
+        byte *= lengths > i  # past a shorter varint's end: masked out
+        values |= byte.astype(word) << word(7 * i)
+    return values.astype(np.uint64, copy=False).view(np.int64)
 
 
 def _gather_bytes(
