@@ -130,6 +130,10 @@ def gather_columns(
         if fast is None:
             break
         columns, odd = fast
+        if not odd:  # the usual case: every row decoded
+            parts.append((rest, columns))
+            rest = rest[:0]
+            break
         decoded = np.ones(rest.size, bool)
         decoded[odd] = False
         parts.append((rest[decoded], columns))
