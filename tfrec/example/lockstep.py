@@ -565,10 +565,10 @@ def _row_varints(rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     if width > 10:
         raise wire.WireError("a varint is longer than 10 bytes")
     word = np.uint32 if width <= 4 else np.uint64  # up to 4 bytes (28 bits) fit in 32
-    values = (rows[:, 0] & 0x7F).astype(word)
+    low = np.bitwise_and(rows, 0x7F, dtype=np.uint8)
+    values = low[:, 0].astype(word)
     for i in range(1, width):
-        byte = rows[:, i] & 0x7F
-        byte *= lengths > i  # past a shorter varint's end: masked out
+        byte = low[:, i] * (lengths > i)  # past a shorter varint's end: masked out
         values |= byte.astype(word) << word(7 * i)
     return values.astype(np.uint64, copy=False).view(np.int64)
 
