@@ -581,3 +581,35 @@ def test_short_bytes_values_of_several_lengths_come_back_whole_and_in_order() ->
     assert result is not None and result[1] == []
     assert result[0][b"s"].values == values  # trailing NULs kept, never numpy "S"
     assert all(type(v) is bytes for v in result[0][b"s"].values)
+
+
+# -- found in review: a padded Features tag in the template ---------------------------------------
+
+ENTRY_A = b"\x0a\x0b\x0a\x01a\x12\x06\x1a\x04\x0a\x02\x10\x05"  # key "a": int64 [16, 5]
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        # Rows "8a 0d ...": an unknown field 209 (skipped), not Features: the values are not theirs.
+        [b"\x8a\x00\x0d" + ENTRY_A] + [b"\x8a\x0d" + ENTRY_A] * 4,
+        [b"\x8a\x00\x00"] + [b"\x8a\x00"] * 4,  # truncated rows: the error must not be hidden
+    ],
+)
+def test_a_padded_features_tag_in_the_template_decodes_as_the_per_record_decoder_does(
+    records: list[bytes],
+) -> None:
+    wanted = {b"a": wire.INT64}
+    lockstep._TEMPLATES.clear()
+    assert _gather_outcome(records, wanted) == _per_record_outcome(records, wanted)
+
+
+def test_an_empty_bytes_list_last_in_the_template_keeps_the_other_headers() -> None:
+    records = [ex(a=ints(i), s=strs()) for i in range(6)]
+    template = lockstep._template(records[0], {b"a": wire.INT64, b"s": wire.BYTES})
+    assert template is not None
+    headers = lockstep._headers(records[0], template)
+    assert headers[0] is not None  # only the list with no value to read is walked
+    assert _gather_outcome(records, {b"a": wire.INT64, b"s": wire.BYTES}) == _per_record_outcome(
+        records, {b"a": wire.INT64, b"s": wire.BYTES}
+    )

@@ -97,6 +97,8 @@ def _headers(data: bytes, template: list[_Entry]) -> list[_Header | None]:
     list, and any other form than the canonical one (one-byte tags, one packed
     run), are left to the field-by-field walk, which checks every row there.
     """
+    if data[0] != 0x0A:  # a padded Features tag: the starts below assume one byte
+        return [None] * len(template)
     try:
         headers = []
         for start, entry in _entry_starts(data, template):
@@ -131,7 +133,7 @@ def _header(data: bytes, start: int, entry: _Entry, one_value: bool = False) -> 
     varints = []
     pos = start
     for number, (tag, is_length) in enumerate(fields):
-        if data[pos] != tag:
+        if pos >= len(data) or data[pos] != tag:
             return None  # another form (a wider tag, an unpacked list): walked field by field
         value, end = wire._varint(data, pos + 1)
         if not is_length:  # the key: its length, then its bytes
@@ -150,6 +152,8 @@ def _header(data: bytes, start: int, entry: _Entry, one_value: bool = False) -> 
 
 def _features_header(data: bytes) -> _Header | None:
     """The Example's first bytes, its Features tag and length, as every row should have them."""
+    if data[0] != 0x0A:  # a padded tag: its second byte is no length
+        return None
     _, end = wire._varint(data, 1)
     return _make_header(data, 0, end, [(1, end - 1)])
 
