@@ -10,7 +10,8 @@ step (a tag, a varint length, a key) one numpy operation over the whole batch.
 A row that lacks a template key (an optional feature) reads it as missing.
 Records that stray from the template otherwise are marked odd and left to
 another template or the per-record decoder, so one unusual record never slows
-the others down.
+the others down. Values are then gathered per key: scalar strings straight
+from the header's lengths, packed lists of alike lengths as one block per row.
 
 Example:
     >>> columns, odd = lockstep_columns(records, {b"label": INT64})
