@@ -98,8 +98,6 @@ def _headers(data: bytes, template: list[_Entry]) -> list[_Header | None]:
     list, and any other form than the canonical one (one-byte tags, one packed
     run), are left to the field-by-field walk, which checks every row there.
     """
-    if data[0] != 0x0A:  # a padded Features tag: the starts below assume one byte
-        return [None] * len(template)
     try:
         headers = []
         for start, entry in _entry_starts(data, template):
@@ -112,8 +110,15 @@ def _headers(data: bytes, template: list[_Entry]) -> list[_Header | None]:
         return [None] * len(template)
 
 
+def _features_length(data: bytes) -> tuple[int, int]:
+    """Where the Example's Features length starts (after its tag, padded or not), and where it ends."""
+    _, column = wire._varint(data, 0)
+    _, end = wire._varint(data, column)
+    return column, end
+
+
 def _entry_starts(data: bytes, template: list[_Entry]) -> Iterator[tuple[int, _Entry]]:
-    _, pos = wire._varint(data, 1)  # past the Features tag and length (_template checked them)
+    _, pos = _features_length(data)  # past the Features tag and length (_template checked them)
     for entry in template:
         yield pos, entry
         length, end = wire._varint(data, pos + 1)
@@ -153,10 +158,8 @@ def _header(data: bytes, start: int, entry: _Entry, one_value: bool = False) -> 
 
 def _features_header(data: bytes) -> _Header | None:
     """The Example's first bytes, its Features tag and length, as every row should have them."""
-    if data[0] != 0x0A:  # a padded tag: its second byte is no length
-        return None
-    _, end = wire._varint(data, 1)
-    return _make_header(data, 0, end, [(1, end - 1)])
+    column, end = _features_length(data)
+    return _make_header(data, 0, end, [(column, end - column)])
 
 
 def _make_header(data: bytes, start: int, pos: int, varints: list[tuple[int, int]]) -> _Header | None:
@@ -497,25 +500,14 @@ def _columns(
 def _alike(batch: _Batch, starts: np.ndarray, lengths: np.ndarray) -> int:
     """The longest length, when blocks that long from every start are cheaper to copy than the
     bytes one by one (lengths alike) and stay in the batch; else 0."""
-    width = int(lengths.max())
-    if width * lengths.size <= 2 * int(lengths.sum()) and int(starts.max()) + width <= batch.u8.size:
+    width = int(lengths.max()) if lengths.size else 0
+    if (
+        width
+        and width * lengths.size <= 2 * int(lengths.sum())
+        and int(starts.max()) + width <= batch.u8.size
+    ):
         return width
     return 0
-
-
-def _ragged_gather(batch: _Batch, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenate ``u8[s : s + n]`` for every start ``s`` and length ``n``."""
-    total = int(lengths.sum())
-    if not total:
-        return np.empty(0, np.uint8)
-    width = _alike(batch, starts, lengths)
-    if width:  # each row's block up to the longest, then cut to its length
-        rows = batch.windows(width)[starts]
-        if (lengths == width).all():
-            return rows.reshape(-1)
-        return rows[np.arange(width) < lengths[:, None]]
-    offsets = np.cumsum(lengths) - lengths
-    return batch.u8[np.repeat(starts - offsets, lengths) + np.arange(total)]
 
 
 def _gather_numeric(
@@ -523,17 +515,14 @@ def _gather_numeric(
 ) -> tuple[np.ndarray, np.ndarray, int | None]:
     """Counts, values and (when every row holds as many) width of the packed float or varint
     payloads at ``starts``."""
-    if kind == wire.INT64 and lengths.size and int(lengths.max()):
-        width = _alike(batch, starts, lengths)
-        if width:
-            counts, values = _block_varints(batch.windows(width)[starts], lengths)
-            same = int(counts[0]) if (counts == counts[0]).all() else 0
-            return counts, values, same or None
-    payload = _ragged_gather(batch, starts, lengths)
+    width = _alike(batch, starts, lengths)
+    if width and kind == wire.INT64:
+        counts, values = _block_varints(batch.windows(width)[starts], lengths)
+        return counts, values, _width(counts)
+    payload = _ragged_gather(batch, starts, lengths, width)
     if kind == wire.FLOAT:
         counts = lengths // 4
-        same = int(counts[0]) if counts.size and (counts == counts[0]).all() else 0
-        return counts, payload.view("<f4").astype(np.float32, copy=False), same or None  # payload: a copy
+        return counts, payload.view("<f4").astype(np.float32, copy=False), _width(counts)  # payload: a copy
     last = np.flatnonzero(payload < 0x80)  # each varint's final byte
     if last.size == payload.size:  # every value below 128: one byte each
         return lengths.copy(), payload.astype(np.int64), None
@@ -541,6 +530,25 @@ def _gather_numeric(
     # A row's values: the final bytes within it (each row's payload ends with one: checked).
     counts = np.diff(np.searchsorted(last, ends), prepend=0)
     return counts, wire.varints_of(payload, last).view(np.int64), None
+
+
+def _width(counts: np.ndarray) -> int | None:
+    """The count of every row, when they are all the same and not 0."""
+    return int(counts[0]) if counts.size and counts[0] and (counts == counts[0]).all() else None
+
+
+def _ragged_gather(batch: _Batch, starts: np.ndarray, lengths: np.ndarray, width: int) -> np.ndarray:
+    """Concatenate ``u8[s : s + n]`` for every start ``s`` and length ``n``; ``width``: as ``_alike``."""
+    if width:  # each row's block up to the longest, then cut to its length
+        rows = batch.windows(width)[starts]
+        if (lengths == width).all():
+            return rows.reshape(-1)
+        return rows[np.arange(width) < lengths[:, None]]
+    total = int(lengths.sum())
+    if not total:
+        return np.empty(0, np.uint8)
+    offsets = np.cumsum(lengths) - lengths
+    return batch.u8[np.repeat(starts - offsets, lengths) + np.arange(total)]
 
 
 def _block_varints(rows: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
