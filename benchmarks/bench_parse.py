@@ -30,9 +30,11 @@ Rows, all over the same records in one run:
   a protobuf loop: Example.FromString(record), then np.array of each wanted feature's values.
 Peers that are not installed are skipped.
 
-Each measurement is warmed up once, then the best of --repeat runs is kept. "cores" is the process
-CPU time over wall time of that run (tfrec is single-threaded; TF's kernels and tf.data use threads),
-and "records/CPU s" divides by that CPU time, which other processes on the machine disturb less.
+The in-process rows take turns: one warm-up round, then --repeat rounds in which each row runs
+once, and each row's best run is kept (a slow spell of a shared machine then hits every row
+alike, not whichever ran then). "cores" is the process CPU time over wall time of that run
+(tfrec is single-threaded; TF's kernels and tf.data use threads), and "records/CPU s" divides by
+that CPU time, which other processes on the machine disturb less.
 Ratios are speedups: a row's records/s over the peer's. Before timing, tfrec's output for the first
 batch is checked against TF's (values, dtypes, shapes) and against the protobuf loop's values.
 """
@@ -154,18 +156,22 @@ def tfrecord_description(name: str) -> dict[str, str]:
     return {f.key: kinds[f.kind] for f in fields if not (missing and f.key == "text")}
 
 
-def best_time(run: Callable[[], int], expected: int, repeat: int) -> Timing:
-    """Wall and CPU seconds of the fastest of ``repeat`` runs after one warm-up."""
-    best: Timing | None = None
+def best_times(runs: dict[str, Callable[[], int]], expected: int, repeat: int) -> dict[str, Timing]:
+    """Wall and CPU seconds of each run's fastest of ``repeat`` rounds, after one warm-up round.
+
+    The runs take turns within each round, so a slow spell of this shared machine
+    (they last seconds) falls on all of them rather than on whichever ran then.
+    """
+    best: dict[str, Timing] = {}
     for attempt in range(repeat + 1):
-        wall, cpu = time.perf_counter(), time.process_time()
-        count = run()
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        if count != expected:
-            raise SystemExit(f"error: a run counted {count} records, expected {expected}")
-        if attempt and (best is None or wall < best[0]):
-            best = (wall, cpu)
-    assert best is not None
+        for label, run in runs.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            count = run()
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            if count != expected:
+                raise SystemExit(f"error: {label}: a run counted {count} records, expected {expected}")
+            if attempt and (label not in best or wall < best[label][0]):
+                best[label] = (wall, cpu)
     return best
 
 
@@ -298,9 +304,8 @@ def peer_main(args: argparse.Namespace) -> int:
         import tfrecord  # type: ignore[import-untyped]  # noqa: F401
 
         description = tfrecord_description(name)
-        wall, cpu = best_time(
-            lambda: tfrecord_parse(path, description), record_count(name, args.quick), args.repeat
-        )
+        runs = {TFRECORD_LABEL: lambda: tfrecord_parse(path, description)}
+        wall, cpu = best_times(runs, record_count(name, args.quick), args.repeat)[TFRECORD_LABEL]
         result: dict[str, Any] = {"wall": wall, "cpu": cpu, "keys": sorted(description)}
     except ImportError as exc:
         result = {"skipped": f"{type(exc).__name__}: {exc}"}
@@ -326,7 +331,6 @@ def bench_workload(
     size = sum(map(len, records))
     spec = tfrec_spec(fields)
     key = fields[0].key
-    rows: dict[str, Timing] = {}
     ok = True
     checks = [f"every run counted {count:,} records", "tfrec == protobuf on the first batch"]
 
@@ -334,12 +338,12 @@ def bench_workload(
     for problem in same_as_proto(first, records[:BATCH], fields):
         print(f"CHECK FAILED: {problem}")
         ok = False
-    rows[TFREC_LABEL] = best_time(lambda: tfrec_parse(records, spec), count, repeat)
-
     path = os.path.join(directory, f"{name}.tfrecord")
     tfrec.write_records(path, records)
-    rows[TFREC_FILE_LABEL] = best_time(lambda: tfrec_parse_file(path, spec), count, repeat)
-
+    runs: dict[str, Callable[[], int]] = {
+        TFREC_LABEL: lambda: tfrec_parse(records, spec),
+        TFREC_FILE_LABEL: lambda: tfrec_parse_file(path, spec),
+    }
     if tf is not None:
         tf_features = tf_spec(tf, fields)
         dataset = tf_dataset(tf, tf.data.Dataset.from_tensor_slices(records), tf_features)
@@ -348,15 +352,13 @@ def bench_workload(
             print(f"CHECK FAILED: tfrec vs TF on the first batch: {problem}")
             ok = False
         checks.append("tfrec == TF graph on the first batch (values, dtypes, shapes)")
-        rows[TF_LABEL] = best_time(lambda: tf_graph(dataset, key), count, repeat)
         from_file = tf_dataset(tf, tf.data.TFRecordDataset(path), tf_features)
-        rows[TF_FILE_LABEL] = best_time(lambda: tf_graph(from_file, key), count, repeat)
-        del dataset, from_file
         constants = [tf.constant(batch) for batch in batches(records)]
-        rows[TF_EAGER_LABEL] = best_time(lambda: tf_eager(tf, constants, tf_features, key), count, repeat)
-        del constants
-
-    rows[PROTO_LABEL] = best_time(lambda: proto_parse(records, fields), count, repeat)
+        runs[TF_LABEL] = lambda: tf_graph(dataset, key)
+        runs[TF_FILE_LABEL] = lambda: tf_graph(from_file, key)
+        runs[TF_EAGER_LABEL] = lambda: tf_eager(tf, constants, tf_features, key)
+    runs[PROTO_LABEL] = lambda: proto_parse(records, fields)
+    rows: dict[str, Timing] = best_times(runs, count, repeat)
 
     peer = run_peer(name, directory, args)
     if "skipped" in peer:
@@ -423,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{versions(tf_version)}, load average {load_average()}")
     if tf is None:
         print(f"{TF_LABEL}, {TF_EAGER_LABEL}: skipped: not installed")
-    print(f"best of {args.repeat} after a warm-up" + (", --quick (10x fewer records)" if args.quick else ""))
+    quick = ", --quick (10x fewer records)" if args.quick else ""
+    print(f"best of {args.repeat} rounds (the rows take turns) after a warm-up round{quick}")
     ok = True
     results = {}
     parent = scratch_parent()

@@ -531,6 +531,7 @@ ALIKE_INT_ROWS = [  # lengths close enough for the block decoder; varints of 1 t
     [[], [1, 2], [3, 4], [5, 6], [7, 8]],  # the first row empty
     [[127], [128], [16383], [16384], [2**21 - 1], [2**21], [2**28 - 1], [2**28]],  # the 32-bit boundary
     [[-1], [5], [-(2**63)], [2**63 - 1]],  # one value a row, up to 10 bytes
+    [[7] * 4, [-1] * 3990, [-1] * 3995 + [1] * 3, [-1] * 4000],  # rows of 32 KiB and more
 ]
 
 
@@ -574,8 +575,15 @@ def test_single_bytes_values_next_to_a_row_that_differs(other: bytes, row: int) 
     assert _gather_outcome(records, wanted) == _per_record_outcome(records, wanted)
 
 
-def test_short_bytes_values_of_several_lengths_come_back_whole_and_in_order() -> None:
-    values = [b"ab\x00", b"\x00", b"\xff\xfe", b"ab\x00", b"x" * 512, b"\x00\x00", b"caf\xc3\xa9"]
+SHORT_VALUES = [b"ab\x00", b"\x00", b"\xff\xfe", b"", b"ab\x00", b"x" * 512, b"\x00\x00", b"caf\xc3\xa9"]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [SHORT_VALUES, sorted(SHORT_VALUES, key=len), [b"\x00" * 3] * 5 + [b"\x00" * 512]],
+    ids=["the longest amid", "the longest last", "all NULs"],
+)
+def test_short_bytes_values_come_back_whole_and_in_order(values: list[bytes]) -> None:
     records = [ex(s=strs(value), n=ints(i)) for i, value in enumerate(values)]
     result = lockstep_columns(records, {b"s": wire.BYTES}, reuse=False)
     assert result is not None and result[1] == []

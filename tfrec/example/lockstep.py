@@ -20,7 +20,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -37,8 +36,7 @@ _TEMPLATE_CANDIDATES = 16  # records looked at to pick the template
 _MAX_ROUNDS = 64  # bytes values per row walked together before long lists go to the per-record decoder
 _FEW_ROWS = 8  # ... when at most one row in this many still has values
 _PAD = 16  # zero bytes after the batch, so fixed-width gathers stay in bounds
-_SHORT_BYTES = 512  # up to this size, bytes values are cut out of void views (faster than slicing)
-_MAX_GROUPS = 8  # ... when they come in at most this many lengths
+_SHORT_BYTES = 512  # up to this size, bytes values are made from numpy rows (faster than slicing)
 
 
 class _Entry(NamedTuple):
@@ -79,9 +77,9 @@ class _Header(NamedTuple):
     pattern: np.ndarray  # the template's bytes, masked by ``check``, as one void scalar
     check: np.ndarray  # per byte, the bits a row must share: all, or a length's continuation bit
     # The lengths (entry, then Feature, list, packed run or value), where the header has them:
-    columns: np.ndarray  # each one's first byte
-    ends: np.ndarray  # where each one's varint ends (so its field starts)
-    later: tuple[tuple[int, np.ndarray, np.ndarray], ...]  # per further byte: (shift, which, columns)
+    columns: np.ndarray  # their bytes, each one as wide as the widest
+    weights: np.ndarray | None  # per byte, as a column, 128 ** its place, or 0 past its end (None: 1 byte)
+    ends: np.ndarray  # where each one's varint ends (so its field starts), as a column
     # A BytesList that holds one value in the template (scalar strings): the header through that
     # value's length too, so a batch of single values needs no walk. None otherwise.
     one_value: _Header | None = None
@@ -170,13 +168,18 @@ def _make_header(data: bytes, start: int, pos: int, varints: list[tuple[int, int
     for column, width in varints:
         check[column : column + width] = 0x80
     pattern = np.frombuffer(data, np.uint8, pos - start, start) & check
-    later = []
-    for i in range(1, max(width for _, width in varints)):
-        which = [n for n, (_, width) in enumerate(varints) if width > i]
-        later.append((7 * i, np.array(which), np.array([varints[n][0] + i for n in which])))
-    columns = np.array([column for column, _ in varints])
-    ends = np.array([column + width for column, width in varints])
-    return _Header(pos - start, pattern.view(f"V{pos - start}"), check, columns, ends, tuple(later))
+    widest = max(width for _, width in varints)
+    columns = np.array([column + min(i, width - 1) for column, width in varints for i in range(widest)])
+    weights = np.array([128**i if i < width else 0 for _, width in varints for i in range(widest)])
+    ends = np.array([column + width for column, width in varints])[:, None]
+    return _Header(
+        pos - start,
+        pattern.view(f"V{pos - start}"),
+        check,
+        columns,
+        weights[:, None] if widest > 1 else None,
+        ends,
+    )
 
 
 _MAX_TEMPLATES = 64  # layouts kept between batches
@@ -247,10 +250,12 @@ class _Batch:
         valid = ~going & (value >= 0) & (value <= self.limit)  # no length exceeds the batch
         return np.where(valid, value, 0), size, valid
 
-    def windows(self, size: int) -> np.ndarray:
-        """Row ``i`` is the ``size`` bytes from position ``i``: gathering rows copies blocks."""
-        # What sliding_window_view makes, without its checks: this is made several times a batch.
-        return np.ndarray((self.u8.size - size + 1, size), np.uint8, self.joined, 0, (1, 1))
+    def blocks(self, at: np.ndarray, size: int) -> np.ndarray:
+        """Row ``i`` is the ``size`` bytes from position ``at[i]`` (each in bounds), in a new array."""
+        # Each block is one void item of an overlapping view, so the gather copies whole blocks:
+        # several times faster than gathering the rows of a 2-D window view byte by byte.
+        items = np.ndarray((self.u8.size - size + 1,), f"V{size}", self.joined, 0, (1,))
+        return items[at].view(np.uint8).reshape(-1, size)
 
     def key(self, pos: np.ndarray, key: bytes) -> np.ndarray:
         """Check that the bytes at ``pos`` are ``key``; return the position after it."""
@@ -259,7 +264,7 @@ class _Batch:
             self.ok[:] = False
         elif size:
             # Each row's bytes there as one block, compared as a void scalar (one memcmp each).
-            found = self.windows(size)[np.minimum(pos, self.u8.size - size)]
+            found = self.blocks(np.minimum(pos, self.u8.size - size), size)
             self.ok &= found.view(f"V{size}").reshape(-1) == np.frombuffer(key, f"V{size}")
         return pos + size
 
@@ -411,24 +416,24 @@ def _read_header(
     lengths are then read from fixed columns of the window, and each must end
     where the entry ends. ``None`` when a row still in play differs.
     """
-    window = batch.windows(header.size)[np.minimum(pos, batch.limit)]
+    window = batch.blocks(np.minimum(pos, batch.limit), header.size)
     # One row per length, with the batch along it: numpy's loops run long along the batch.
     lengths = window.T[header.columns].astype(np.int64)
-    if header.later:  # lengths of several bytes
+    if header.weights is not None:  # lengths of several bytes: their 7-bit groups added up
         lengths &= 0x7F
-        for shift, which, columns in header.later:
-            lengths[which] |= (window.T[columns].astype(np.int64) & 0x7F) << shift
-    ends = lengths + pos  # each length's field's end
-    ends += header.ends[:, None]
+        lengths *= header.weights
+        lengths = lengths.reshape(len(header.ends), -1, lengths.shape[-1]).sum(axis=1)
+    # Each nested field must end where the entry ends: the same end for every length of a row.
+    ends = lengths + header.ends  # relative to the row's position
     # Rows compared as void scalars: one memcmp each, much faster than .all(axis=1). The window
     # is a copy, masked in place once the lengths are read.
     masked = np.bitwise_and(window, header.check, out=window)
     same = masked.view(f"V{header.size}").reshape(-1) == header.pattern
-    for end in ends[1:]:
-        same &= end == ends[0]  # each nested field ends with the entry
+    if len(ends) > 1:
+        same &= (ends[1:] == ends[0]).all(axis=0)
     if not same.all() and not (same | ~batch.ok).all():  # rows already odd may differ
         return None
-    return ends[0], pos + int(header.ends[-1]), lengths[-1]
+    return ends[0] + pos, pos + int(header.ends[-1, 0]), lengths[-1]
 
 
 def _bytes_values(batch: _Batch, pos: np.ndarray, end: np.ndarray) -> list[tuple[np.ndarray, ...]]:
@@ -517,7 +522,7 @@ def _gather_numeric(
     payloads at ``starts``."""
     width = _alike(batch, starts, lengths)
     if width and kind == wire.INT64:
-        counts, values = _block_varints(batch.windows(width)[starts], lengths)
+        counts, values = _block_varints(batch.blocks(starts, width), lengths)
         return counts, values, _width(counts)
     payload = _ragged_gather(batch, starts, lengths, width)
     if kind == wire.FLOAT:
@@ -540,15 +545,22 @@ def _width(counts: np.ndarray) -> int | None:
 def _ragged_gather(batch: _Batch, starts: np.ndarray, lengths: np.ndarray, width: int) -> np.ndarray:
     """Concatenate ``u8[s : s + n]`` for every start ``s`` and length ``n``; ``width``: as ``_alike``."""
     if width:  # each row's block up to the longest, then cut to its length
-        rows = batch.windows(width)[starts]
+        rows = batch.blocks(starts, width)
         if (lengths == width).all():
             return rows.reshape(-1)
-        return rows[np.arange(width) < lengths[:, None]]
+        return rows[_within(lengths, width)]
     total = int(lengths.sum())
     if not total:
         return np.empty(0, np.uint8)
     offsets = np.cumsum(lengths) - lengths
     return batch.u8[np.repeat(starts - offsets, lengths) + np.arange(total)]
+
+
+def _within(lengths: np.ndarray, width: int) -> np.ndarray:
+    """Per row of ``width`` bytes, which lie within its first ``lengths[row]``."""
+    if width < 1 << 15:  # narrow ints compare several times faster
+        return np.arange(width, dtype=np.int16) < lengths.astype(np.int16)[:, None]
+    return np.arange(width) < lengths[:, None]
 
 
 def _block_varints(rows: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -557,7 +569,7 @@ def _block_varints(rows: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, n
     width = rows.shape[1]
     final = rows < 0x80  # each varint's final byte (each payload ends with one: checked)
     if not (lengths == width).all():
-        final &= np.arange(width) < lengths[:, None]
+        final &= _within(lengths, width)
     last = np.flatnonzero(final)
     if last.size == lengths.size and lengths.all():  # one value in every row (scalars)
         return np.ones(lengths.size, np.int64), _row_varints(rows, lengths)
@@ -615,21 +627,19 @@ def _gather_bytes(
 
 def _slices(batch: _Batch, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
     """``joined[s : s + n]`` for every start ``s`` and length ``n``, in order."""
-    if lengths.size > 1 and int(lengths.min()) > 0 and int(lengths.max()) <= _SHORT_BYTES:
-        order = np.argsort(lengths, kind="stable")
-        ordered = lengths[order]
-        cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-        if cuts.size < _MAX_GROUPS:
-            # The values of each length are the rows of a void view, whose tolist makes their
-            # bytes objects in one C loop; then back in order.
-            values: list[bytes] = []
-            for group in np.split(order, cuts):
-                size = int(lengths[group[0]])
-                values += batch.windows(size)[starts[group]].view(f"V{size}").reshape(-1).tolist()
-            if not cuts.size:
-                return values
-            back = np.empty_like(order)
-            back[order] = np.arange(order.size)
-            return list(itemgetter(*back.tolist())(values))
     joined = batch.joined
+    size = int(lengths.max()) if lengths.size > 1 else 0
+    if 0 < size <= _SHORT_BYTES and int(starts.max()) + size <= batch.u8.size:
+        # Short values: the rows of an "S" array make their bytes objects in one C loop, much
+        # faster than slicing. "S" drops trailing NULs, so each row is its value, then NULs:
+        # exact, but for values that end in a NUL themselves, which are cut again (if few).
+        nul_ended = np.flatnonzero((lengths > 0) & (batch.u8[starts + lengths - 1] == 0)).tolist()
+        if len(nul_ended) * 4 <= lengths.size:
+            rows = batch.blocks(starts, size)
+            rows *= _within(lengths, size)
+            values = rows.view(f"S{size}").reshape(-1).tolist()
+            for row in nul_ended:
+                start = int(starts[row])
+                values[row] = joined[start : start + int(lengths[row])]
+            return values
     return [joined[s : s + n] for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
