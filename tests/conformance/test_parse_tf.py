@@ -1746,6 +1746,26 @@ def test_last_bad_entry_on_the_wire_is_reported() -> None:
     assert str(ours.value) == tf_core(theirs.value)  # TF: "Key: b ... Data types don't match ..."
 
 
+def test_a_feature_not_asked_for_is_never_read() -> None:
+    # Key "b"'s list length is an 11-byte varint: protobuf rejects the record, but TF never looks
+    # inside a Feature it was not asked for, and neither does tfrec, in a batch or alone.
+    def field(tag: int, payload: bytes) -> bytes:  # short payloads: a one-byte length
+        return bytes([tag, len(payload)]) + payload
+
+    def record(b_feature: bytes) -> bytes:
+        features = {b"a": b"\x1a\x03\x0a\x01\x07", b"b": b_feature}
+        entries = b"".join(field(0x0A, field(0x0A, k) + field(0x12, f)) for k, f in features.items())
+        return field(0x0A, entries)
+
+    good, bad = record(b"\x1a\x03\x0a\x01\x05"), record(b"\x1a\x82" + b"\x80" * 9 + b"\x00\x0a\x00")
+    specs = {"a": tfrec.FixedLenFeature([], I64)}
+    for records in ([good, bad, good, good], [bad, bad]):
+        assert_same(tfrec.parse_example(records, specs), tf_parse_example(records, specs))
+    assert_same(tfrec.parse_single_example(bad, specs), tf_parse_single(bad, specs))
+    with pytest.raises(tfrec.DecodeError):
+        tfrec.decode_example(bad)  # the schema-less decoder reads every feature, as protobuf does
+
+
 # Three bad entries (a count, a count, a kind) and a missing required feature, in every wire order:
 # TF checks a record's entries from the last on the wire to the first, then the missing features.
 BAD_ENTRIES = {"a": ints(1, 2, 3), "b": floats(1), "c": ints(1)}

@@ -575,14 +575,18 @@ def test_single_bytes_values_next_to_a_row_that_differs(other: bytes, row: int) 
     assert _gather_outcome(records, wanted) == _per_record_outcome(records, wanted)
 
 
-SHORT_VALUES = [b"ab\x00", b"\x00", b"\xff\xfe", b"", b"ab\x00", b"x" * 512, b"\x00\x00", b"caf\xc3\xa9"]
+SHORT_VALUES = {  # each takes one path of lockstep._slices
+    "mixed lengths, a few NUL-ended": [b"ab\x00", b"\xff\xfe", b"", b"caf\xc3\xa9", b"x" * 40, b"q", b"zz"],
+    "the longest last": [b"ab\x00", b"\xff\xfe" * 30, b"", b"q" * 100, b"x" * 128],
+    "one length, all NULs": [b"\x00" * 3] * 6,
+    "one length, 512 bytes": [bytes([i]) * 512 for i in range(5)],
+    "mostly NUL-ended": [b"\x00", b"a\x00", b"", b"b\x00\x00", b"c"],
+    "mostly padding": [b"x" * 128] + [b"y"] * 15,
+    "varied, longer": [b"x" * 200, b"y" * 150 + b"\x00", b"z" * 129, b"w" * 300],
+}
 
 
-@pytest.mark.parametrize(
-    "values",
-    [SHORT_VALUES, sorted(SHORT_VALUES, key=len), [b"\x00" * 3] * 5 + [b"\x00" * 512]],
-    ids=["the longest amid", "the longest last", "all NULs"],
-)
+@pytest.mark.parametrize("values", list(SHORT_VALUES.values()), ids=list(SHORT_VALUES))
 def test_short_bytes_values_come_back_whole_and_in_order(values: list[bytes]) -> None:
     records = [ex(s=strs(value), n=ints(i)) for i, value in enumerate(values)]
     result = lockstep_columns(records, {b"s": wire.BYTES}, reuse=False)

@@ -481,6 +481,21 @@ def test_parse_example_lockstep_agrees_with_per_record(
     assert_same(fast, tfrec.parse_example(records * 3, features))
 
 
+# A Feature that protobuf rejects (its list's length is an 11-byte varint), under a key not asked for.
+UNREADABLE = b"\x1a\x82" + b"\x80" * 9 + b"\x00\x0a\x00"
+
+
+@pytest.mark.parametrize("batch", [[0, 1, 0, 0], [1, 1, 1, 1], [1, 0]], ids=["lockstep", "template", "small"])
+def test_a_feature_not_asked_for_is_never_read(batch: list[int]) -> None:
+    # As in TensorFlow, whichever decoder reads the record; decode_example reads every feature.
+    records = [ex(a=ints(7), b=ints(5)), ex(a=ints(7), b=UNREADABLE)]
+    features = {"a": FLF([], I64)}
+    assert tfrec.parse_example([records[i] for i in batch], features)["a"].tolist() == [7] * len(batch)
+    assert tfrec.parse_single_example(records[1], features)["a"] == 7
+    with pytest.raises(DecodeError, match="longer than 10 bytes"):
+        tfrec.decode_example(records[1])
+
+
 def test_empty_batch() -> None:
     features = {
         "a": FLF([2], I64),

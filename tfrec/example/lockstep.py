@@ -36,7 +36,8 @@ _TEMPLATE_CANDIDATES = 16  # records looked at to pick the template
 _MAX_ROUNDS = 64  # bytes values per row walked together before long lists go to the per-record decoder
 _FEW_ROWS = 8  # ... when at most one row in this many still has values
 _PAD = 16  # zero bytes after the batch, so fixed-width gathers stay in bounds
-_SHORT_BYTES = 512  # up to this size, bytes values are made from numpy rows (faster than slicing)
+_SHORT_BYTES = 512  # up to this size, bytes values of one length are made from numpy rows
+_SHORT_VARIED = 128  # ... and of varied lengths up to this size (longer ones: slicing is faster)
 
 
 class _Entry(NamedTuple):
@@ -309,7 +310,7 @@ def lockstep_columns(
     template, features, headers = cached
     if lengths is None:
         lengths = record_lengths(records)
-    batch = _Batch(records, lengths, _PAD + max((h.size for h in headers if h), default=0))
+    batch = _Batch(records, lengths, _PAD + max([_SHORT_BYTES] + [h.size for h in headers if h]))
     read = _read_header(batch, batch.starts, features) if features else None
     if read is not None:
         end, pos, _ = read
@@ -417,7 +418,7 @@ def _read_header(
     where the entry ends. ``None`` when a row still in play differs.
     """
     window = batch.blocks(np.minimum(pos, batch.limit), header.size)
-    # One row per length, with the batch along it: numpy's loops run long along the batch.
+    # One row per length byte, with the batch along it: numpy's loops run long along the batch.
     lengths = window.T[header.columns].astype(np.int64)
     if header.weights is not None:  # lengths of several bytes: their 7-bit groups added up
         lengths &= 0x7F
@@ -628,13 +629,21 @@ def _gather_bytes(
 def _slices(batch: _Batch, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
     """``joined[s : s + n]`` for every start ``s`` and length ``n``, in order."""
     joined = batch.joined
-    size = int(lengths.max()) if lengths.size > 1 else 0
-    if 0 < size <= _SHORT_BYTES and int(starts.max()) + size <= batch.u8.size:
-        # Short values: the rows of an "S" array make their bytes objects in one C loop, much
-        # faster than slicing. "S" drops trailing NULs, so each row is its value, then NULs:
-        # exact, but for values that end in a NUL themselves, which are cut again (if few).
+    count = lengths.size
+    size = int(lengths.max()) if count > 1 else 0
+    if 0 < size <= _SHORT_BYTES and int(starts.max()) + size <= batch.u8.size:  # (the batch's padding)
+        # Short values: the rows of a numpy array make their bytes objects in one C loop, much
+        # faster than slicing.
+        if (lengths == size).all():  # one length: "V" rows are the values exactly
+            return batch.blocks(starts, size).view(f"V{size}").reshape(-1).tolist()
+        # Else "S" rows, each value then NULs: "S" drops trailing NULs, so a value that ends in a
+        # NUL itself is cut again. Worth it while few do, and while rows are not mostly padding.
         nul_ended = np.flatnonzero((lengths > 0) & (batch.u8[starts + lengths - 1] == 0)).tolist()
-        if len(nul_ended) * 4 <= lengths.size:
+        if (
+            size <= _SHORT_VARIED
+            and len(nul_ended) * 4 <= count
+            and size * count <= 4 * int(lengths.sum()) + 64 * count
+        ):
             rows = batch.blocks(starts, size)
             rows *= _within(lengths, size)
             values = rows.view(f"S{size}").reshape(-1).tolist()

@@ -212,6 +212,9 @@ def _scan_canonical(data: bytes, wanted: frozenset[bytes] | None) -> dict[bytes,
             length, pos = _varint(data, pos + 1)
             if pos + length != end:
                 return None
+            if wanted is not None and key not in wanted:
+                pos = end  # as in TensorFlow, a Feature not asked for is never looked into
+                continue
             feature = _NO_KIND
             if length:
                 tag = data[pos]
@@ -219,8 +222,7 @@ def _scan_canonical(data: bytes, wanted: frozenset[bytes] | None) -> dict[bytes,
                 if tag not in KIND_TAG.values() or pos + length != end:
                     return None
                 feature = Feature(tag >> 3, ((pos, end),))
-            if wanted is None or key in wanted:
-                features[key] = feature
+            features[key] = feature
             pos = end
     except IndexError:
         return None
