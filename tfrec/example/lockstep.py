@@ -631,24 +631,22 @@ def _slices(batch: _Batch, starts: np.ndarray, lengths: np.ndarray) -> list[byte
     joined = batch.joined
     count = lengths.size
     size = int(lengths.max()) if count > 1 else 0
-    if 0 < size <= _SHORT_BYTES and int(starts.max()) + size <= batch.u8.size:  # (the batch's padding)
+    # (A block from any start stays in the batch, padded for it; checked all the same.)
+    if 0 < size <= _SHORT_BYTES and int(starts.max()) + size <= batch.u8.size:
         # Short values: the rows of a numpy array make their bytes objects in one C loop, much
         # faster than slicing.
         if (lengths == size).all():  # one length: "V" rows are the values exactly
             return batch.blocks(starts, size).view(f"V{size}").reshape(-1).tolist()
-        # Else "S" rows, each value then NULs: "S" drops trailing NULs, so a value that ends in a
-        # NUL itself is cut again. Worth it while few do, and while rows are not mostly padding.
-        nul_ended = np.flatnonzero((lengths > 0) & (batch.u8[starts + lengths - 1] == 0)).tolist()
-        if (
-            size <= _SHORT_VARIED
-            and len(nul_ended) * 4 <= count
-            and size * count <= 4 * int(lengths.sum()) + 64 * count
-        ):
-            rows = batch.blocks(starts, size)
-            rows *= _within(lengths, size)
-            values = rows.view(f"S{size}").reshape(-1).tolist()
-            for row in nul_ended:
-                start = int(starts[row])
-                values[row] = joined[start : start + int(lengths[row])]
-            return values
+        # Else "S" rows, each value then NULs, while they are not mostly NULs. "S" drops trailing
+        # NULs, so a value that ends in a NUL itself is cut again: worth it while few do.
+        if size <= _SHORT_VARIED and size * count <= 4 * int(lengths.sum()) + 64 * count:
+            nul_ended = np.flatnonzero((lengths > 0) & (batch.u8[starts + lengths - 1] == 0)).tolist()
+            if len(nul_ended) * 4 <= count:
+                rows = batch.blocks(starts, size)
+                rows *= _within(lengths, size)
+                values = rows.view(f"S{size}").reshape(-1).tolist()
+                for row in nul_ended:
+                    start = int(starts[row])
+                    values[row] = joined[start : start + int(lengths[row])]
+                return values
     return [joined[s : s + n] for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
