@@ -241,6 +241,9 @@ def packed_head(key: bytes, kind: int, size: int) -> bytes:
     return entry_head(key, kind, len(field) + size) + field
 
 
+_MAX_HEADS = 1024  # entry heads remembered per feature
+
+
 class PackedHeads(dict[int, bytes]):
     """``packed_head`` of one key and kind by payload size, for encoders compiled per schema: one
     feature's entries repeat a few sizes.
@@ -260,9 +263,6 @@ class PackedHeads(dict[int, bytes]):
             self.clear()
         head = self[size] = packed_head(self.key, self.kind, size)
         return head
-
-
-_MAX_HEADS = 1024  # entry heads remembered per feature
 
 
 def append_entry(parts: list[bytes], key: bytes, kind: int, values: Any) -> None:

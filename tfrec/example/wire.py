@@ -44,6 +44,7 @@ __all__ = [
 NONE, BYTES, FLOAT, INT64 = 0, 1, 2, 3
 # The tag byte of each kind's list in a Feature: its field number, length-delimited.
 KIND_TAG = {BYTES: 0x0A, FLOAT: 0x12, INT64: 0x1A}
+_LIST_TAGS = frozenset(KIND_TAG.values())
 
 _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 _SMALL_VARINT_PAYLOAD = 24  # below this many bytes a Python loop beats numpy's call overhead
@@ -219,7 +220,7 @@ def _scan_canonical(data: bytes, wanted: frozenset[bytes] | None) -> dict[bytes,
             if length:
                 tag = data[pos]
                 length, pos = _varint(data, pos + 1)
-                if tag not in KIND_TAG.values() or pos + length != end:
+                if tag not in _LIST_TAGS or pos + length != end:
                     return None
                 feature = Feature(tag >> 3, ((pos, end),))
             features[key] = feature
