@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrec
-from tfrec.example.columns.column import joined_records
+from tfrec.example.columns.column import record_spans
 from tfrec.record.batch import PAD, RecordBatch
 
 
@@ -37,16 +37,59 @@ def test_batches_hold_the_records_in_order_and_say_where_to_resume(
         assert list(rest) == records[number * size + len(batch) :]
 
 
-def test_a_batch_is_one_buffer_with_offsets_and_zero_padding() -> None:
+def test_a_batch_of_records_in_memory_is_their_join_with_zero_padding() -> None:
     batch = RecordBatch.from_records([b"ab", b"", b"\x00cd"])
     assert batch.buffer == b"ab\x00cd" + bytes(PAD)
-    assert batch.offsets.tolist() == [0, 2, 2, 5]
+    assert (batch.starts.tolist(), batch.ends.tolist()) == ([0, 2, 2], [2, 2, 5])
     assert batch.lengths.tolist() == [2, 0, 3]
     assert (len(batch), batch[0], batch[-1], batch[1:]) == (3, b"ab", b"\x00cd", [b"", b"\x00cd"])
     with pytest.raises(IndexError, match="record 3 of a batch of 3"):
         batch[3]
     copy = pickle.loads(pickle.dumps(batch))
-    assert list(copy) == list(batch) and copy.offsets.dtype == np.int64
+    assert list(copy) == list(batch) and copy.starts.dtype == np.int64
+    assert repr(batch) == "<RecordBatch 3 records, 5 bytes: <stream> records 0..2>"
+
+
+def test_a_read_batch_is_a_view_of_the_block_it_was_read_in(tmp_path: Path) -> None:
+    records = [bytes([i]) * (i % 7) for i in range(50)]
+    path = tmp_path / "x.tfrecord"
+    tfrec.write_records(path, records)
+    first, second = tfrec.read_batches(path, 25)
+    assert first.buffer is second.buffer  # one block, no copy: the spans sit between frame headers
+    assert first.starts[0] == 12 and first.starts[1] == first.ends[0] + 4 + 12
+    assert list(first) == records[:25] and list(second) == records[25:]
+    # Pickled (e.g. to another process), a batch carries its records, not the whole block.
+    copy = pickle.loads(pickle.dumps(first))
+    assert list(copy) == records[:25] and len(copy.buffer) == sum(map(len, records[:25])) + PAD
+
+
+def test_batches_spanning_blocks_are_joined_once(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    records = [tfrec.encode_example({"image": rng.bytes(3000), "label": i}) for i in range(500)]
+    path = tmp_path / "x.tfrecord"
+    tfrec.write_records(path, records)  # 1.5 MB: more than one block is read
+    batches = list(tfrec.read_batches(path, 64))
+    assert [r for b in batches for r in b] == records
+    joined = [b for b in batches if b.starts[0] == 0]  # a join starts at 0; a view after a header
+    assert joined and all(len(b.buffer) == int(b.ends[-1]) + PAD for b in joined)
+    for batch in joined:
+        labels = tfrec.parse_example(batch, {"label": tfrec.FixedLenFeature([], tfrec.int64)})["label"]
+        assert labels.tolist() == list(range(batch.start_index, batch.start_index + len(batch)))
+
+
+def test_records_before_damage_are_handed_out_before_the_error(tmp_path: Path) -> None:
+    records = [b"r%d" % i for i in range(10)]
+    path = tmp_path / "x.tfrecord"
+    tfrec.write_records(path, records)
+    data = bytearray(path.read_bytes())
+    data[7 * (12 + 2 + 4) + 12] ^= 0xFF  # the data of record 7
+    path.write_bytes(bytes(data))
+    batches = tfrec.read_batches(path, 4)
+    assert list(next(batches)) == records[:4]
+    assert list(next(batches)) == records[4:7]  # the batch cut short by the damage
+    with pytest.raises(tfrec.ChecksumError, match="data CRC mismatch") as caught:
+        next(batches)
+    assert (caught.value.index, caught.value.offset) == (7, 7 * 18)
 
 
 def test_reader_batches_count_the_reader_on(tmp_path: Path) -> None:
@@ -101,12 +144,20 @@ SPEC = {
 
 
 @pytest.mark.parametrize("same_lengths", [True, False], ids=["fixed layout", "lockstep"])
-def test_parse_example_reads_a_batch_without_joining_it(same_lengths: bool) -> None:
+@pytest.mark.parametrize("source", ["read", "in memory"])
+def test_parse_example_reads_a_batch_without_joining_it(
+    tmp_path: Path, same_lengths: bool, source: str
+) -> None:
     records = _image_like(64)
     if same_lengths:
         records = [records[0]] * 64
-    batch = RecordBatch.from_records(records)
-    assert joined_records(batch, 512) is batch.buffer  # the decoders' buffer is the batch's own
+    if source == "read":
+        path = tmp_path / "x.tfrecord"
+        tfrec.write_records(path, [*records, b"after" * 200])  # room after the batch in its block
+        batch = next(tfrec.read_batches(path, 64))
+    else:
+        batch = RecordBatch.from_records(records)
+    assert record_spans(batch, 512)[0] is batch.buffer  # the decoders' buffer is the batch's own
     got, want = tfrec.parse_example(batch, SPEC), tfrec.parse_example(records, SPEC)
     assert got.keys() == want.keys()
     for key in SPEC:

@@ -1,20 +1,20 @@
-"""A batch of records as one buffer and their offsets, for decoders that work on whole batches
-(record layer).
+"""A batch of records as spans of one buffer, for decoders that work on whole batches (record
+layer).
 
-The reader already holds a batch's records when it has checked their CRCs; joining them once,
-with zero padding after the last, lets a batched decoder read every record straight from one
-buffer (fixed-width windows past a record's end stay in bounds) instead of building the join
-itself. Records are still available one by one, as ``bytes``.
+The reader hands out a batch as a view of the block it read: the buffer is that block, and the
+records are spans of it between their frames' headers and footers, so no record is copied.
+Records are still available one by one, as ``bytes``. Batched decoders read every record
+straight from the buffer; they need a few bytes after the last record to stay in bounds, and
+copy the batch themselves when a buffer does not have them.
 
 Example:
     >>> batch = RecordBatch.from_records([b"ab", b"", b"cde"])
-    >>> len(batch), batch[2], batch.offsets.tolist()
-    (3, b'cde', [0, 2, 2, 5])
+    >>> len(batch), batch[2], batch.starts.tolist(), batch.ends.tolist()
+    (3, b'cde', [0, 2, 2], [2, 2, 5])
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Sequence
 from typing import overload
 
@@ -24,15 +24,16 @@ from ..errors import OutOfRangeError
 
 __all__ = ["PAD", "RecordBatch"]
 
-PAD = 1024  # zero bytes after the last record (batched decoders read fixed-width windows past ends)
+PAD = 1024  # zero bytes after the last record of a joined batch (decoders read fixed-width windows)
 
 
 class RecordBatch(Sequence[bytes]):
-    """Consecutive records of one file, back to back in one buffer.
+    """Consecutive records of one file, as spans of one buffer.
 
     Attributes:
-        buffer: the records' bytes, back to back, then :data:`PAD` zero bytes.
-        offsets: int64 ``[n + 1]``: record ``i`` is ``buffer[offsets[i]:offsets[i + 1]]``.
+        buffer: the bytes the records are spans of (the block they were read in, or their join).
+        starts: int64 ``[n]``: record ``i`` is ``buffer[starts[i]:ends[i]]``.
+        ends: int64 ``[n]``, increasing: spans never overlap and come in record order.
         path: the file they were read from (``None`` for a stream or records in memory).
         start_index: the number of the first record in that file.
         end_offset: the byte offset (in the decompressed stream) just past the last record,
@@ -46,19 +47,21 @@ class RecordBatch(Sequence[bytes]):
         ...     columns = tfrec.parse_example(batch, spec)
     """
 
-    __slots__ = ("buffer", "end_offset", "offsets", "path", "start_index")
+    __slots__ = ("buffer", "end_offset", "ends", "path", "start_index", "starts")
 
     def __init__(
         self,
         buffer: bytes,
-        offsets: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
         *,
         path: str | None = None,
         index: int = 0,
         end_offset: int = 0,
     ) -> None:
         self.buffer = buffer
-        self.offsets = offsets
+        self.starts = starts
+        self.ends = ends
         self.path = path
         self.start_index = index
         self.end_offset = end_offset
@@ -67,19 +70,20 @@ class RecordBatch(Sequence[bytes]):
     def from_records(
         cls, records: Sequence[bytes], *, path: str | None = None, index: int = 0, end_offset: int = 0
     ) -> RecordBatch:
-        """A batch of ``records`` (one copy of their bytes)."""
+        """A batch of ``records``, joined into one buffer followed by :data:`PAD` zero bytes."""
         offsets = np.zeros(len(records) + 1, np.int64)
         np.cumsum(np.fromiter(map(len, records), np.int64, len(records)), out=offsets[1:])
         buffer = b"".join([*records, bytes(PAD)])
-        return cls(buffer, offsets, path=path, index=index, end_offset=end_offset)
+        return cls(buffer, offsets[:-1], offsets[1:], path=path, index=index, end_offset=end_offset)
 
     @property
     def lengths(self) -> np.ndarray:
         """The records' lengths (int64)."""
-        return np.diff(self.offsets)
+        lengths: np.ndarray = self.ends - self.starts
+        return lengths
 
     def __len__(self) -> int:
-        return len(self.offsets) - 1
+        return len(self.starts)
 
     @overload
     def __getitem__(self, item: int) -> bytes: ...
@@ -95,25 +99,25 @@ class RecordBatch(Sequence[bytes]):
             item += count
         if not 0 <= item < count:
             raise OutOfRangeError(f"record {item} of a batch of {count}")
-        return self.buffer[self.offsets[item] : self.offsets[item + 1]]
+        return self.buffer[self.starts[item] : self.ends[item]]
 
     def __iter__(self) -> Iterator[bytes]:
-        bounds = self.offsets.tolist()
-        buffer = self.buffer
-        return (buffer[a:b] for a, b in itertools.pairwise(bounds))
+        return map(self.buffer.__getitem__, map(slice, self.starts.tolist(), self.ends.tolist()))
 
     def __repr__(self) -> str:
-        where = f"{self.path or '<stream>'} records {self.index}..{self.start_index + len(self) - 1}"
-        return f"<RecordBatch {len(self)} records, {int(self.offsets[-1])} bytes: {where}>"
+        where = f"{self.path or '<stream>'} records {self.start_index}..{self.start_index + len(self) - 1}"
+        return f"<RecordBatch {len(self)} records, {int(self.lengths.sum())} bytes: {where}>"
 
-    def __reduce__(self) -> tuple[object, ...]:  # pickles to worker processes and back
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickles (to worker processes and back) as the records joined: never the whole block.
+        joined = RecordBatch.from_records(self)
         return (
             _rebuild,
-            (self.buffer, self.offsets, self.path, self.start_index, self.end_offset),
+            (joined.buffer, joined.starts, joined.ends, self.path, self.start_index, self.end_offset),
         )
 
 
 def _rebuild(
-    buffer: bytes, offsets: np.ndarray, path: str | None, index: int, end_offset: int
+    buffer: bytes, starts: np.ndarray, ends: np.ndarray, path: str | None, index: int, end_offset: int
 ) -> RecordBatch:
-    return RecordBatch(buffer, offsets, path=path, index=index, end_offset=end_offset)
+    return RecordBatch(buffer, starts, ends, path=path, index=index, end_offset=end_offset)

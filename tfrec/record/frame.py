@@ -14,28 +14,32 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
 
 from ..cache import BoundedCache
 from ..errors import ChecksumError, TruncatedRecordError
-from .crc import masked_crc
+from .crc import mask_array, masked_crc, masked_crc_rows, unmask_array
 
 __all__ = [
     "FOOTER",
     "HEADER",
     "LARGE",
     "MIN_RUN",
+    "SMALL_FRAME",
     "count_equal_headers",
     "data_error",
     "first_bad_length",
     "header",
     "length_crc",
+    "length_crcs",
     "length_error",
     "length_ok",
     "pack_crc",
     "slice_records",
+    "small_frame_chain",
     "stored_crcs",
     "truncation_error",
     "unpack_crc",
@@ -47,6 +51,7 @@ HEADER = 12  # uint64 length + uint32 masked CRC of the length
 FOOTER = 4  # uint32 masked CRC of the data
 LARGE = 1 << 16  # records at least this long are read into their own object; the length table's size
 MIN_RUN = 32  # records ahead before a run of equal headers is worth numpy
+SMALL_FRAME = 256  # frames below this size on average are found with numpy over a block's bytes
 _CRC_BYTES = np.arange(4)
 unpack_header = struct.Struct("<QI").unpack_from
 unpack_length = struct.Struct("<Q").unpack_from
@@ -64,10 +69,35 @@ def _make_header(length: int) -> bytes:
 _HEADERS: BoundedCache[int, bytes] = BoundedCache(1 << 16, compute=_make_header)
 header = _HEADERS.__getitem__  # a bound dict lookup: the writer calls it per record
 
-# The same for the lengths below LARGE as a table, so that a block's length CRCs are checked in
-# one numpy step (the writes are idempotent, so concurrent readers cannot disagree).
-_LENGTH_TABLE = np.zeros(LARGE, np.uint32)
-_LENGTH_KNOWN = np.zeros(LARGE, bool)
+
+@functools.cache
+def _length_crc_parts() -> tuple[np.uint32, np.ndarray, np.ndarray, np.ndarray]:
+    """CRC32C of an 8-byte little-endian length, split by bits: 0-15, 16-31, 32-39 (XOR the parts)."""
+
+    def crcs(values: np.ndarray, shift: int) -> np.ndarray:
+        rows = (values.astype("<u8") << np.uint64(shift)).view(np.uint8).reshape(-1, 8)
+        return unmask_array(masked_crc_rows(rows))
+
+    zero = crcs(np.zeros(1, np.uint64), 0)[0]
+    sixteen = np.arange(1 << 16, dtype=np.uint64)
+    return zero, crcs(sixteen, 0) ^ zero, crcs(sixteen, 16) ^ zero, crcs(sixteen[:256], 32) ^ zero
+
+
+def length_crcs(lengths: np.ndarray) -> np.ndarray:
+    """The unmasked CRC32C of each length field (int64 lengths below 2**40), with no loop per length.
+
+    CRCs are affine, so a length's CRC is the XOR of a table entry per 16 bits.
+    """
+    zero, low, middle, high = _length_crc_parts()
+    crcs: np.ndarray = zero ^ low[lengths & 0xFFFF] ^ middle[(lengths >> 16) & 0xFFFF]
+    crcs ^= high[(lengths >> 32) & 0xFF]
+    return crcs
+
+
+@functools.cache
+def _length_table() -> np.ndarray:
+    """The masked length CRC of every length below LARGE, so that a block's are checked in one step."""
+    return mask_array(length_crcs(np.arange(LARGE, dtype=np.int64)))
 
 
 def length_crc(length: int) -> int:
@@ -155,13 +185,33 @@ def first_bad_length(buf: bytes, first: int, ends: np.ndarray) -> int | None:
             if not length_ok(buf, start):
                 return int(start)
         starts, lengths, stored = starts[small], lengths[small], stored[small]
-    unknown = ~_LENGTH_KNOWN[lengths]
-    if unknown.any():
-        for length in np.unique(lengths[unknown]).tolist():
-            _LENGTH_TABLE[length] = masked_crc(_pack_length(length))
-            _LENGTH_KNOWN[length] = True
-    bad = np.flatnonzero(_LENGTH_TABLE[lengths] != stored)
+    bad = np.flatnonzero(_length_table()[lengths] != stored)
     return int(starts[bad[0]]) if bad.size else None
+
+
+def small_frame_chain(buf: bytes, pos: int) -> np.ndarray:
+    """The ends of the whole frames that follow each other from ``pos`` in ``buf``, found with numpy.
+
+    Every position is looked at as a header (a few numpy steps per byte, no loop per record), so
+    this pays for frames smaller than about :data:`SMALL_FRAME` bytes. The chain holds only frames
+    shorter than :data:`LARGE` whose length CRC matches, and it stops where the next frame is not
+    one (or where a payload happens to hold a valid header): the caller walks on from there.
+    """
+    count = len(buf) - pos - HEADER + 1
+    if count <= 0:
+        return np.empty(0, np.int64)
+    every_length = np.ndarray((count,), "<u8", buf, pos, (1,))
+    found = np.flatnonzero(every_length < LARGE)
+    lengths = every_length[found].astype(np.int64)
+    stored = np.ndarray((count,), "<u4", buf, pos + 8, (1,))[found]
+    valid = _length_table()[lengths] == stored
+    starts, ends = found[valid], found[valid] + lengths[valid] + (HEADER + FOOTER)
+    if not starts.size or starts[0] != 0:
+        return np.empty(0, np.int64)
+    breaks = np.flatnonzero(starts[1:] != ends[:-1])
+    ends = ends[: breaks[0] + 1] if breaks.size else ends
+    whole: np.ndarray = ends[ends <= len(buf) - pos] + pos  # increasing: the whole frames are a prefix
+    return whole
 
 
 def stored_crcs(buf: bytes, ends: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ import struct
 import threading
 import warnings
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import IO, Literal
 
@@ -39,7 +39,7 @@ from ..errors import (
     TruncatedRecordError,
 )
 from . import frame, salvage
-from .batch import RecordBatch
+from .batch import PAD, RecordBatch
 from .compression import Compression, looks_like, open_decompressed, resolve_compression
 from .crc import crc_function, mask, mask_array
 
@@ -76,6 +76,41 @@ class _LockedBatches:
     def __next__(self) -> Iterator[bytes]:
         with self._lock:
             return next(self._batches)
+
+
+class _Frames:
+    """Consecutive records of a block handed out as spans of it, for :meth:`RecordReader.batches`.
+
+    :meth:`take` hands out spans without copying; iterating slices records one by one (when a
+    reader's records are iterated while it hands out views).
+    """
+
+    __slots__ = ("buffer", "ends", "next", "starts")
+
+    def __init__(self, buffer: bytes, starts: np.ndarray, ends: np.ndarray) -> None:
+        self.buffer = buffer
+        self.starts = starts
+        self.ends = ends
+        self.next = 0  # rows taken so far
+
+    def take(self, count: int) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """Up to ``count`` more records, as ``(buffer, starts, ends)``."""
+        first = self.next
+        self.next = last = min(first + count, len(self.starts))
+        return self.buffer, self.starts[first:last], self.ends[first:last]
+
+    def __iter__(self) -> _Frames:
+        return self
+
+    def __next__(self) -> bytes:
+        row = self.next
+        if row >= len(self.starts):
+            raise StopIteration
+        self.next = row + 1
+        return self.buffer[self.starts[row] : self.ends[row]]
+
+    def __length_hint__(self) -> int:
+        return len(self.starts) - self.next
 
 
 class RecordReader:
@@ -136,6 +171,7 @@ class RecordReader:
         self._raw: IO[bytes] | None = None
         self._stream: IO[bytes] | None = None
         self._end: int | None = None  # decompressed size when known (plain files)
+        self._views = False  # hand out blocks as spans of them (batches()), not as records
         # Created here, not on first use, so that threads starting at once share one.
         self._generator = _LockedBatches(self._batches())
         self._chains: dict[int, Iterator[bytes]] = {}  # thread id -> that thread's iterator
@@ -294,11 +330,46 @@ class RecordReader:
         """
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise TfrecError(f"batch size must be a positive int, not {size!r}")
-        records = iter(self)
-        for first in records:
-            index = self.index - 1  # the first record's own number, even after skipped damage
-            chunk = [first, *itertools.islice(records, size - 1)]
-            yield RecordBatch.from_records(chunk, path=self.path, index=index, end_offset=self.offset)
+        self._views = True
+        try:
+            while True:
+                pieces: list[tuple[bytes, np.ndarray, np.ndarray]] = []
+                first_index = have = 0
+                try:
+                    while have < size:
+                        taken = self._take(size - have)
+                        if taken is None:
+                            break
+                        if not pieces:
+                            first_index = self.index - len(taken[1])  # its own number, after any damage
+                        pieces.append(taken)
+                        have += len(taken[1])
+                except RecordError:
+                    if pieces:  # what was read before the damage is handed out first
+                        yield _assemble(pieces, self.path, first_index, self.offset)
+                    raise
+                if not pieces:
+                    return
+                yield _assemble(pieces, self.path, first_index, self.offset)
+        finally:
+            self._views = False
+
+    def _take(self, count: int) -> tuple[bytes, np.ndarray, np.ndarray] | None:
+        """Up to ``count`` records from the batch being handed out, or the next one; ``None`` at the end."""
+        while True:
+            current = self._batch
+            if isinstance(current, _Frames):
+                if len(current.starts) > current.next:
+                    return current.take(count)
+            else:  # records handed out one by one before batches() was called
+                records = list(itertools.islice(current, count))
+                if records:
+                    joined = RecordBatch.from_records(records)
+                    return joined.buffer, joined.starts, joined.ends
+            try:
+                next(self._generator)  # publishes the next batch as self._batch
+            except StopIteration:
+                return None
 
     def _batches(self) -> Iterator[Iterator[bytes]]:
         """Yield the records batch by batch; the file is closed when the generator finishes."""
@@ -315,11 +386,10 @@ class RecordReader:
             ahead: tuple[bytes, int, int] | None = None
             while True:
                 start = pos
-                records, ends, pos, bad_length = self._split(buf, pos)
-                if records:
-                    footers = frame.stored_crcs(buf, ends) if self.verify_checksums else None
-                    yield from self._hand_out(records, ends + base, base + start, index, footers)
-                    index += len(records)
+                ends, pos, bad_length = self._split(buf, pos)
+                if ends.size:
+                    yield from self._hand_out(buf, start, ends, base, index)
+                    index += ends.size
                 if ahead is not None and pos == len(buf):
                     buf, base, pos = ahead
                     ahead = None
@@ -383,16 +453,17 @@ class RecordReader:
         finally:
             self.close()
 
-    def _split(self, buf: bytes, pos: int) -> tuple[tuple[bytes, ...], np.ndarray, int, bool]:
-        """Slice every whole frame out of ``buf`` from ``pos``, checking length CRCs.
+    def _split(self, buf: bytes, pos: int) -> tuple[np.ndarray, int, bool]:
+        """Find every whole frame of ``buf`` from ``pos``, checking length CRCs.
 
-        Returns the records, the position just past each frame, the position of
-        the first frame not taken, and whether that frame has a bad length CRC.
+        Returns the position just past each frame, the position of the first
+        frame not taken, and whether that frame has a bad length CRC.
         """
         end_of_buffer = len(buf)
         first = pos
         parts: list[list[int] | np.ndarray] = []  # frame ends, walked or found in runs
         unpack = frame.unpack_length
+        chained = False  # small frames found with numpy, at most once per block (it reads all the rest)
         while True:
             # Walk the chain of lengths: the only per-record Python loop ...
             walked: list[int] = []
@@ -421,6 +492,19 @@ class RecordReader:
                 count = frame.count_equal_headers(buf, pos, stride)
                 parts.append(np.arange(pos + stride, pos + stride * count + 1, stride, dtype=np.int64))
                 pos += stride * count
+            elif (
+                not chained
+                and len(walked) == _WALK
+                and walked[-1] - walked[0] < frame.SMALL_FRAME * (_WALK - 1)
+                and end_of_buffer - pos >= frame.MIN_RUN * frame.SMALL_FRAME
+            ):
+                # Small frames of varying sizes: numpy over the rest of the block's bytes beats
+                # a Python step per frame.
+                chained = True
+                chain = frame.small_frame_chain(buf, pos)
+                if chain.size:
+                    parts.append(chain)
+                    pos = int(chain[-1])
             elif len(walked) < _WALK:
                 break
         ends = np.concatenate([np.asarray(part, np.int64) for part in parts]) if parts else _NO_ENDS
@@ -432,35 +516,54 @@ class RecordReader:
             if bad_start is not None:
                 ends = ends[ends <= bad_start]
                 pos, bad_length = bad_start, True
-        return frame.slice_records(buf, first, ends), ends, pos, bad_length
+        return ends, pos, bad_length
 
     def _hand_out(
-        self, records: Sequence[bytes], ends: np.ndarray, start: int, index: int, stored: np.ndarray | None
+        self, buf: bytes, first: int, ends: np.ndarray, base: int, index: int
     ) -> Iterator[Iterator[bytes]]:
-        """Yield ``records`` (consecutive frames from stream offset ``start`` to ``ends``) as batches.
+        """Yield the frames of ``buf`` from position ``first`` to ``ends`` (just past each frame;
+        ``buf[0]`` is at stream offset ``base``) as batches of records, or of frames when the
+        reader hands out views (:meth:`batches`).
 
-        Data CRCs are checked at once against ``stored``; the intact records
-        around a damaged one are handed out, each damage reported in turn.
+        Data CRCs are checked at once; the intact records around a damaged one are handed out,
+        each damage reported in turn.
         """
-        if stored is None:
-            yield self._publish(records, ends, start, index)
+        count = ends.size
+        data_starts = np.empty_like(ends)
+        data_starts[0] = first
+        data_starts[1:] = ends[:-1]
+        data_starts += frame.HEADER
+        data_ends = ends - frame.FOOTER
+        records = None if self._views else frame.slice_records(buf, first, ends)
+
+        def rows(a: int, b: int) -> Sequence[bytes] | _Frames:
+            if records is not None:
+                return records[a:b]
+            return _Frames(buf, data_starts[a:b], data_ends[a:b])
+
+        stream_ends = ends + base
+        if not self.verify_checksums:
+            yield self._publish(rows(0, count), stream_ends, base + first, index)
             return
-        computed = mask_array(np.fromiter(map(self._crc, records), np.uint32, len(records)))
+        # Views are checked through short-lived slices: one allocation, reused, instead of a
+        # copy of every record kept alive (large blocks of small objects make the heap churn).
+        pieces: Iterable[bytes] | None = records
+        if pieces is None:
+            pieces = map(buf.__getitem__, map(slice, data_starts.tolist(), data_ends.tolist()))
+        computed = mask_array(np.fromiter(map(self._crc, pieces), np.uint32, count))
+        stored = frame.stored_crcs(buf, ends)
         bad = np.flatnonzero(computed != stored)
-        if not bad.size:
-            yield self._publish(records, ends, start, index)
-            return
-        first = 0
+        done = 0
         for k in bad.tolist():
-            offset = int(ends[k - 1]) if k else start
-            first_start = int(ends[first - 1]) if first else start
-            yield self._publish(records[first:k], ends[first:k], first_start, index + first)
+            offset = int(stream_ends[k - 1]) if k else base + first
+            done_start = int(stream_ends[done - 1]) if done else base + first
+            yield self._publish(rows(done, k), stream_ends[done:k], done_start, index + done)
             self._publish((), _NO_ENDS, offset, index + k)
-            self._report(
-                self._data_error(len(records[k]), int(stored[k]), int(computed[k]), offset, index + k)
-            )
-            first = k + 1
-        yield self._publish(records[first:], ends[first:], int(ends[first - 1]), index + first)
+            size = int(data_ends[k] - data_starts[k])
+            self._report(self._data_error(size, int(stored[k]), int(computed[k]), offset, index + k))
+            done = k + 1
+        done_start = int(stream_ends[done - 1]) if done else base + first
+        yield self._publish(rows(done, count), stream_ends[done:], done_start, index + done)
 
     def _hand_out_large(self, record: bytes, footer: bytes, start: int, index: int) -> Iterator[bytes]:
         """One large record: checked with plain integers, numpy would cost more than the CRC."""
@@ -472,13 +575,16 @@ class RecordReader:
                 self._publish((), _NO_ENDS, start, index)
                 self._report(self._data_error(len(record), stored, computed, start, index))
                 return self._publish((), end, start, index + 1)
+        if self._views:
+            whole = _Frames(record, np.zeros(1, np.int64), np.full(1, len(record), np.int64))
+            return self._publish(whole, end, start, index)
         return self._publish((record,), end, start, index)
 
     def _data_error(self, size: int, stored: int, computed: int, offset: int, index: int) -> ChecksumError:
         return frame.data_error(size, stored, computed, path=self.path, index=index, offset=offset)
 
     def _publish(
-        self, records: Sequence[bytes], ends: np.ndarray | Sequence[int], start: int, index: int
+        self, records: Sequence[bytes] | _Frames, ends: np.ndarray | Sequence[int], start: int, index: int
     ) -> Iterator[bytes]:
         """Make ``records`` the batch being handed out; progress is derived from it."""
         self._batch = iter(records)
@@ -595,6 +701,34 @@ class RecordReader:
 
     def __repr__(self) -> str:
         return f"<RecordReader {self.path or '<stream>'} offset={self.offset} index={self.index}>"
+
+
+def _assemble(
+    pieces: list[tuple[bytes, np.ndarray, np.ndarray]], path: str | None, index: int, end_offset: int
+) -> RecordBatch:
+    """One RecordBatch of record spans taken from one or more blocks: a view of the block when
+    they come from one, else the pieces' spans joined once."""
+    if len(pieces) == 1:
+        buffer, starts, ends = pieces[0]
+        return RecordBatch(buffer, starts, ends, path=path, index=index, end_offset=end_offset)
+    spans: list[bytes | memoryview] = []
+    all_starts, all_ends = [], []
+    at = 0
+    for buffer, starts, ends in pieces:
+        first, last = int(starts[0]), int(ends[-1])
+        spans.append(memoryview(buffer)[first:last])
+        all_starts.append(starts - (first - at))
+        all_ends.append(ends - (first - at))
+        at += last - first
+    spans.append(bytes(PAD))
+    return RecordBatch(
+        b"".join(spans),
+        np.concatenate(all_starts),
+        np.concatenate(all_ends),
+        path=path,
+        index=index,
+        end_offset=end_offset,
+    )
 
 
 def read_records(

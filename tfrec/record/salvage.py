@@ -17,13 +17,12 @@ Example:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import numpy as np
 
 from . import frame
-from .crc import mask, masked_crc_rows, unmask_array
+from .crc import mask, unmask_array
 
 __all__ = ["BLOCK", "SLACK", "WORK_PER_BYTE", "header_candidates", "resync"]
 
@@ -62,23 +61,9 @@ def _block_candidates(buf: bytes, start: int, count: int) -> np.ndarray:
     # The CRC of a length is the XOR of a table entry per 16 bits (CRCs are affine): no loop per byte.
     lengths = np.ndarray((count,), "<i8", buf, start, (1,))[found]  # signed: indexes without a cast
     stored = np.ndarray((count,), "<u4", buf, start + 8, (1,))[found]
-    zero, low, middle, high = _length_crc_tables()
-    computed = zero ^ low[lengths & 0xFFFF] ^ middle[(lengths >> 16) & 0xFFFF] ^ high[(lengths >> 32) & 0xFF]
+    computed = frame.length_crcs(lengths)
     matches: np.ndarray = found[computed == unmask_array(stored)] + start
     return matches
-
-
-@functools.cache
-def _length_crc_tables() -> tuple[np.uint32, np.ndarray, np.ndarray, np.ndarray]:
-    """CRC32C of an 8-byte little-endian length, split by bits: 0-15, 16-31, 32-39 (XOR the parts)."""
-
-    def crcs(values: np.ndarray, shift: int) -> np.ndarray:
-        rows = (values.astype("<u8") << np.uint64(shift)).view(np.uint8).reshape(-1, 8)
-        return unmask_array(masked_crc_rows(rows))
-
-    zero = crcs(np.zeros(1, np.uint64), 0)[0]
-    sixteen = np.arange(1 << 16, dtype=np.uint64)
-    return zero, crcs(sixteen, 0) ^ zero, crcs(sixteen, 16) ^ zero, crcs(sixteen[:256], 32) ^ zero
 
 
 def resync(

@@ -29,8 +29,8 @@ __all__ = [
     "columns_from_features",
     "concat_values",
     "empty_values",
-    "joined_records",
     "record_lengths",
+    "record_spans",
 ]
 
 SHORT_BYTES = 512  # up to this size, bytes values of one length are made from numpy rows, not sliced
@@ -124,21 +124,36 @@ def as_array(values: np.ndarray | list[bytes]) -> np.ndarray:
 
 def record_lengths(records: Sequence[bytes]) -> np.ndarray:
     """The records' lengths, as int64."""
-    offsets = getattr(records, "offsets", None)  # a batch already in one buffer
-    if offsets is not None:
-        return np.diff(offsets)
+    if _is_span_batch(records):
+        lengths: np.ndarray = records.ends - records.starts  # type: ignore[attr-defined]
+        return lengths
     return np.fromiter(map(len, records), np.int64, len(records))
 
 
-def joined_records(records: Sequence[bytes], pad: int) -> bytes:
-    """The records back to back from position 0, followed by at least ``pad`` zero bytes.
+def record_spans(records: Sequence[bytes], pad: int) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """A buffer holding the records, with at least ``pad`` bytes after the last, and each record's
+    ``(starts, ends)`` in it.
 
-    A batch that already is one such buffer (``tfrec.record.RecordBatch``: ``buffer`` and
-    ``offsets``, zero padding included) is used as it is: no copy.
+    A batch that already is spans of one buffer (``tfrec.record.RecordBatch``: ``buffer``,
+    ``starts``, ``ends``) is used as it is when the buffer has the room; otherwise the records are
+    joined once, followed by ``pad`` zero bytes.
     """
-    buffer: bytes | None = getattr(records, "buffer", None)
-    if buffer is not None:
-        offsets = records.offsets  # type: ignore[attr-defined]
-        if offsets[0] == 0 and len(buffer) - int(offsets[-1]) >= pad:
-            return buffer
-    return b"".join([*records, bytes(pad)])
+    if _is_span_batch(records):
+        buffer: bytes = records.buffer  # type: ignore[attr-defined]
+        starts: np.ndarray = records.starts  # type: ignore[attr-defined]
+        ends: np.ndarray = records.ends  # type: ignore[attr-defined]
+        if not ends.size or len(buffer) - int(ends[-1]) >= pad:
+            return buffer, starts, ends
+        pieces: list[bytes | memoryview] = list(
+            map(memoryview(buffer).__getitem__, map(slice, starts.tolist(), ends.tolist()))
+        )
+        lengths = ends - starts
+    else:
+        pieces = list(records)
+        lengths = np.fromiter(map(len, pieces), np.int64, len(pieces))
+    ends = np.cumsum(lengths)
+    return b"".join([*pieces, bytes(pad)]), ends - lengths, ends
+
+
+def _is_span_batch(records: Sequence[bytes]) -> bool:
+    return hasattr(records, "buffer") and hasattr(records, "starts") and hasattr(records, "ends")

@@ -26,7 +26,7 @@ import numpy as np
 from ...cache import BoundedCache
 from ...errors import WireError
 from .. import wire
-from .column import SHORT_BYTES, Column, empty_values, joined_records, record_lengths
+from .column import SHORT_BYTES, Column, empty_values, record_lengths, record_spans
 from .template import template
 
 __all__ = ["fixed_columns"]
@@ -148,11 +148,8 @@ def fixed_columns(
     if layout is None:
         return None
     reference, check, found = layout
-    if count == len(records):
-        joined = joined_records(records, 0)  # no copy when the batch already is one buffer
-    else:
-        joined = b"".join(compress(records, candidates.tolist()))
-    rows = np.frombuffer(joined, np.uint8, count * size).reshape(count, size)
+    buffer, row_starts = _rows_source(records, candidates, count, size)
+    rows = _row_view(buffer, row_starts, size)
     same = _matches(rows, reference, check)
     matched = np.flatnonzero(candidates)
     if not same.all():
@@ -160,7 +157,7 @@ def fixed_columns(
         if matched.size < _MIN_ROWS or matched.size * 2 < len(records):
             return None
         rows = rows[same]
-        joined = rows.tobytes()
+        row_starts = row_starts[same]
     columns = {}
     count = matched.size
     for key, kind in wanted.items():
@@ -173,7 +170,8 @@ def fixed_columns(
             columns[key] = Column(kinds, np.zeros(count, np.int64), empty_values(kind))
         elif kind == wire.BYTES:
             counts = np.full(count, len(values.spans), np.int64)
-            columns[key] = Column(kinds, counts, _bytes(rows, joined, values.spans), len(values.spans))
+            values_bytes = _bytes(rows, buffer, row_starts, values.spans)
+            columns[key] = Column(kinds, counts, values_bytes, len(values.spans))
         else:
             payload = rows[:, values.start : values.end]
             if kind == wire.FLOAT:
@@ -199,15 +197,43 @@ def _matches(rows: np.ndarray, reference: np.ndarray, check: np.ndarray) -> np.n
     return (rows & check).view(void).reshape(-1) == (reference & check).view(void)
 
 
-def _bytes(rows: np.ndarray, joined: bytes, spans: tuple[tuple[int, int], ...]) -> list[bytes]:
-    """The bytes values at ``spans`` of every row, row by row."""
+def _rows_source(
+    records: Sequence[bytes], candidates: np.ndarray, count: int, size: int
+) -> tuple[bytes, np.ndarray]:
+    """A buffer holding the candidate rows (records of ``size`` bytes), and where each starts in it.
+
+    A batch that is spans of one buffer is read in place; other records are joined once.
+    """
+    if count == len(records) or hasattr(records, "starts"):
+        buffer, starts, _ = record_spans(records, 0)
+        return buffer, starts if count == len(records) else starts[candidates]
+    joined = b"".join(compress(records, candidates.tolist()))
+    return joined, np.arange(0, count * size, size, dtype=np.int64)
+
+
+def _row_view(buffer: bytes, starts: np.ndarray, size: int) -> np.ndarray:
+    """The rows of ``size`` bytes at ``starts`` as a 2-D uint8 array: a strided view when they are
+    evenly spaced (records back to back, or frames of one length in a read block), else a gather."""
+    count = starts.size
+    stride = int(starts[1] - starts[0]) if count > 1 else size
+    if stride >= size and (count < 3 or (np.diff(starts) == stride).all()):
+        return np.ndarray((count, size), np.uint8, buffer, int(starts[0]) if count else 0, (stride, 1))
+    if not size:
+        return np.zeros((count, 0), np.uint8)
+    items = np.ndarray((len(buffer) - size + 1,), f"V{size}", buffer, 0, (1,))  # a block per position
+    return items[starts].view(np.uint8).reshape(count, size)
+
+
+def _bytes(
+    rows: np.ndarray, buffer: bytes, row_starts: np.ndarray, spans: tuple[tuple[int, int], ...]
+) -> list[bytes]:
+    """The bytes values at ``spans`` of every row (rows start at ``row_starts`` in ``buffer``)."""
     if len(spans) == 1:
         start, end = spans[0]
         if 0 < end - start <= SHORT_BYTES:
             # Short values: a void view's tolist makes the bytes objects in one C loop.
             return np.ascontiguousarray(rows[:, start:end]).view(f"V{end - start}").reshape(-1).tolist()
-    size = rows.shape[1]
-    return [joined[row + s : row + e] for row in range(0, rows.shape[0] * size, size) for s, e in spans]
+    return [buffer[row + s : row + e] for row in row_starts.tolist() for s, e in spans]
 
 
 def _varints(payload: np.ndarray, reference: np.ndarray) -> np.ndarray:

@@ -45,9 +45,7 @@ def gather_columns(
         batch = records if attempt == 0 else [records[row] for row in rest.tolist()]
         lengths = all_lengths if attempt == 0 else all_lengths[rest]
         # Later attempts need a layout of their own rows, not the one the first attempt used.
-        fast = fixed_columns(batch, wanted, lengths) or lockstep_columns(
-            batch, wanted, reuse=attempt == 0, lengths=lengths
-        )
+        fast = fixed_columns(batch, wanted, lengths) or lockstep_columns(batch, wanted, reuse=attempt == 0)
         if fast is None:
             break
         columns, odd = fast

@@ -27,7 +27,7 @@ import numpy as np
 from ...cache import BoundedCache
 from ...errors import WireError
 from .. import wire
-from .column import SHORT_BYTES, Column, empty_values, joined_records, record_lengths
+from .column import SHORT_BYTES, Column, empty_values, record_spans
 from .template import Entry, template
 
 __all__ = ["lockstep_columns"]
@@ -170,11 +170,9 @@ class _Found(NamedTuple):
 class _Batch:
     """The batch as one array, and the vectorised reading steps over it."""
 
-    def __init__(self, records: Sequence[bytes], lengths: np.ndarray, pad: int = _PAD) -> None:
-        self.joined = joined_records(records, pad)  # one copy at most, padding included
+    def __init__(self, records: Sequence[bytes], pad: int = _PAD) -> None:
+        self.joined, self.starts, self.ends = record_spans(records, pad)  # one copy at most
         self.u8 = np.frombuffer(self.joined, np.uint8)
-        self.ends = np.cumsum(lengths)
-        self.starts = self.ends - lengths
         self.limit = int(self.ends[-1]) if self.ends.size else 0  # last valid position + 1
         self.ok = np.ones(len(records), bool)
 
@@ -242,13 +240,11 @@ def lockstep_columns(
     records: Sequence[bytes],
     wanted: Mapping[bytes, int],
     reuse: bool = True,
-    lengths: np.ndarray | None = None,
 ) -> tuple[dict[bytes, Column], list[int]] | None:
     """Columns of the records that follow a template record's layout, and the rows that do not.
 
     With ``reuse``, the layout of an earlier batch is tried before one of these
-    records. ``lengths``: the records' lengths, if known. Returns ``None`` when
-    the batch is too small or the template has no canonical layout (then every
+    records. Returns ``None`` when the batch is too small or the template has no canonical layout (then every
     record goes through the per-record decoder).
     """
 
@@ -269,9 +265,7 @@ def lockstep_columns(
         if reuse:
             _TEMPLATES.put(cache_key, cached)
     layout, features, headers = cached
-    if lengths is None:
-        lengths = record_lengths(records)
-    batch = _Batch(records, lengths, _PAD + max([SHORT_BYTES] + [h.size for h in headers if h]))
+    batch = _Batch(records, _PAD + max([SHORT_BYTES] + [h.size for h in headers if h]))
     read = _read_header(batch, batch.starts, features) if features else None
     if read is not None:
         end, pos, _ = read

@@ -27,8 +27,8 @@ def as_records(serialized: Any) -> tuple[Sequence[bytes], bool]:
         raise SchemaError(
             f"Expected serialized to be a scalar or vector, got shape: {list(serialized.shape)}"
         )
-    if hasattr(serialized, "buffer") and hasattr(serialized, "offsets"):
-        return serialized, False  # a batch in one buffer (tfrec.RecordBatch): its records are bytes
+    if hasattr(serialized, "buffer") and hasattr(serialized, "starts"):
+        return serialized, False  # spans of one buffer (tfrec.RecordBatch): its records are bytes
     records = serialized if type(serialized) is list else list(serialized)
     if set(map(type, records)) - {bytes}:  # bytes already: no copy
         records = [bytes(r) for r in records]
