@@ -222,6 +222,62 @@ def test_property_round_trip_of_small_and_large_records(sizes: list[int], compre
     assert list(tfrec.read_records(NonSeekable(buffer.getvalue()), compression)) == records
 
 
+def small_frames(seed: int, count: int, nested: float = 0.05) -> list[bytes]:
+    """Records of 0..120 bytes (found with numpy, not walked); a ``nested`` share of them hold whole
+    frames (headers that validate inside a payload), and a few are large."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(count):
+        kind = rng.random()
+        if kind < nested:  # a frame inside the data: a header that validates where none starts
+            inner = random_bytes(rng.randrange(0, 40), i)
+            head = random_bytes(rng.randrange(0, 9), i)
+            records.append(head + tfrec.record.frame.header(len(inner)) + inner)
+        elif kind > 0.99:
+            records.append(random_bytes(rng.choice([(1 << 16) - 1, (1 << 16) + 5, 3000]), i))
+        else:
+            records.append(random_bytes(rng.randrange(0, 120), i))
+    return records
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10**6), count=st.integers(0, 30_000))
+def test_property_round_trip_of_many_small_frames(seed: int, count: int) -> None:
+    records = small_frames(seed, count)
+    buffer = io.BytesIO()
+    tfrec.write_records(buffer, records)
+    chains: list[int] = []
+    found = tfrec.record.frame.small_frame_chain
+    with pytest.MonkeyPatch.context() as patch:  # counts the blocks split with numpy
+        patch.setattr(tfrec.record.frame, "small_frame_chain", lambda *a: chains.append(1) or found(*a))
+        assert list(tfrec.read_records(io.BytesIO(buffer.getvalue()), None)) == records
+    assert chains or count < 2000
+    batches = tfrec.read_batches(io.BytesIO(buffer.getvalue()), 1000, None)
+    assert [record for batch in batches for record in batch] == records
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10**6), where=st.floats(0, 1), part=st.sampled_from(["length", "data"]))
+def test_skipping_damage_among_many_small_frames_keeps_every_other_record(
+    seed: int, where: float, part: str
+) -> None:
+    records = small_frames(seed, 20_000, nested=0)  # a frame nested in the damage would be recovered
+    damaged = int(where * (len(records) - 1))
+    starts = starts_of(records)
+    buffer = io.BytesIO()
+    tfrec.write_records(buffer, records)
+    data = bytearray(buffer.getvalue())
+    if part == "length" or not records[damaged]:
+        data[starts[damaged] + 9] ^= 0x01  # the length CRC
+    else:
+        data[starts[damaged] + HEADER] ^= 0x01
+    got = list(tfrec.read_records(io.BytesIO(bytes(data)), None, on_error="skip"))
+    assert got == records[:damaged] + records[damaged + 1 :]
+    with pytest.raises(tfrec.ChecksumError) as caught:
+        list(tfrec.read_records(io.BytesIO(bytes(data)), None))
+    assert (caught.value.index, caught.value.offset) == (damaged, starts[damaged])
+
+
 # -- damage: on_error="raise" -------------------------------------------------------------------
 
 # Three records at offsets 0, 26, 62; the stream ends at 108.
