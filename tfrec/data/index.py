@@ -31,6 +31,8 @@ __all__ = [
     "INDEX_SUFFIX",
     "FileIndex",
     "build_index",
+    "check_index_covers",
+    "parse_index",
     "read_frame",
     "read_frames",
     "read_index",
@@ -328,13 +330,22 @@ def read_index(index_path: str | os.PathLike[str]) -> FileIndex:
             text = file.read()
     except FileNotFoundError:
         raise MissingFileError(f"{index_path}: no such index file") from None
+    return parse_index(text, index_path)
+
+
+def parse_index(text: bytes, where: str) -> FileIndex:
+    """The ``(offsets, frame_lengths)`` of an index file's text; ``where`` names it in errors.
+
+    Raises:
+        InvalidArgumentError: the text is not an index (the message names the line).
+    """
     if not _INDEX_TEXT.fullmatch(text):
-        raise InvalidArgumentError(_index_syntax_error(index_path, text))
+        raise InvalidArgumentError(_index_syntax_error(where, text))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the text was checked: anything unexpected is a bug, not data
         values = np.fromstring(text.decode("ascii"), dtype=np.int64, sep=" ") if text.strip() else _NONE
     offsets, lengths = np.ascontiguousarray(values[0::2]), np.ascontiguousarray(values[1::2])
-    _check_index(index_path, offsets, lengths)
+    _check_index(where, offsets, lengths)
     return offsets, lengths
 
 
@@ -380,3 +391,26 @@ def _check_index(index_path: str, offsets: np.ndarray, lengths: np.ndarray) -> N
 def frames_end(offsets: Sequence[int] | np.ndarray, lengths: Sequence[int] | np.ndarray) -> int:
     """The byte just past the last frame of an index (0 when empty)."""
     return int(offsets[-1]) + int(lengths[-1]) if len(offsets) else 0
+
+
+def check_index_covers(
+    index_path: str, path: str, offsets: np.ndarray, lengths: np.ndarray, size: int
+) -> None:
+    """Raise InvalidArgumentError unless the index lists every frame of the ``size``-byte file, back to back.
+
+    An index that stops short of the file, reaches past it or leaves gaps
+    belongs to another file or is out of date.
+    """
+    end = frames_end(offsets, lengths)
+    if end != size or (len(offsets) and offsets[0] != 0):
+        raise InvalidArgumentError(
+            f"{index_path}: the index covers bytes {int(offsets[0]) if len(offsets) else 0} to {end} "
+            f"but {path} has {size}: the index does not belong to this file (or is out of date); "
+            f"rebuild it with tfrec.build_index({path!r})"
+        )
+    gap = np.flatnonzero(offsets[1:] != offsets[:-1] + lengths[:-1])
+    if gap.size:
+        raise InvalidArgumentError(
+            f"{index_path}, line {int(gap[0]) + 2}: a gap between frames; an index must list "
+            f"every frame of the file; rebuild it with tfrec.build_index({path!r})"
+        )

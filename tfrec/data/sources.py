@@ -26,7 +26,17 @@ from typing import IO, Any
 
 from ..errors import MissingFileError, OptionalDependencyError, TfrecError
 
-__all__ = ["SIDECAR_SUFFIXES", "expand_braces", "expand_paths", "is_url", "local_path", "open_binary"]
+__all__ = [
+    "SIDECAR_SUFFIXES",
+    "expand_braces",
+    "expand_paths",
+    "file_size",
+    "is_file",
+    "is_url",
+    "local_path",
+    "open_binary",
+    "read_bytes",
+]
 
 # Files a directory listing leaves out: metadata and indexes written next to record files.
 SIDECAR_SUFFIXES = frozenset(
@@ -218,3 +228,41 @@ def open_binary(path: str, storage_options: Mapping[str, Any] | None = None) -> 
     fs, inner = _filesystem(path, storage_options)
     stream: IO[bytes] = fs.open(inner, "rb")
     return stream
+
+
+def is_file(path: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``path`` (a local path or a URL) names an existing regular file."""
+    local = local_path(path)
+    if local is not None:
+        return os.path.isfile(local)
+    fs, inner = _filesystem(path, storage_options)
+    return bool(fs.isfile(inner))
+
+
+def file_size(path: str, storage_options: Mapping[str, Any] | None = None) -> int:
+    """The size in bytes of the file ``path`` (a local path or a URL).
+
+    Raises:
+        MissingFileError: no such file.
+    """
+    local = local_path(path)
+    try:
+        if local is not None:
+            return os.path.getsize(local)
+        fs, inner = _filesystem(path, storage_options)
+        return int(fs.size(inner))
+    except FileNotFoundError:
+        raise MissingFileError(f"{path}: no such file", path=path) from None
+
+
+def read_bytes(path: str, storage_options: Mapping[str, Any] | None = None) -> bytes:
+    """The whole content of the file ``path`` (a local path or a URL).
+
+    Raises:
+        MissingFileError: no such file.
+    """
+    try:
+        with open_binary(path, storage_options) as stream:
+            return stream.read()
+    except FileNotFoundError:
+        raise MissingFileError(f"{path}: no such file", path=path) from None
