@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any
 
-from ..errors import MissingFileError, OptionalDependencyError, TfrecError
+from ..errors import InvalidArgumentError, MissingFileError, OptionalDependencyError
 
 __all__ = [
     "SIDECAR_SUFFIXES",
@@ -78,7 +78,7 @@ def expand_braces(pattern: str) -> list[str]:
             if depth == 0:
                 break
     else:
-        raise TfrecError(f"{pattern}: unbalanced '{{' in the path pattern")
+        raise InvalidArgumentError(f"{pattern}: unbalanced '{{' in the path pattern")
     body, head, tail = pattern[start + 1 : end], pattern[:start], pattern[end + 1 :]
     choices = _brace_choices(body)
     if choices is None:  # not a brace expression (e.g. "{}" or "{x}"): keep it literally
@@ -155,10 +155,12 @@ def _patterns(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) 
         yield os.fspath(paths)
         return
     if isinstance(paths, (bytes, bytearray)):
-        raise TfrecError("paths must be str or os.PathLike, not bytes")
+        raise InvalidArgumentError("paths must be str or os.PathLike, not bytes")
     for path in paths:
         if not isinstance(path, (str, os.PathLike)):
-            raise TfrecError(f"paths must be str or os.PathLike, not {type(path).__name__}: {path!r}")
+            raise InvalidArgumentError(
+                f"paths must be str or os.PathLike, not {type(path).__name__}: {path!r}"
+            )
         yield os.fspath(path)
 
 
