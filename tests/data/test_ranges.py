@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import tfrec
 from tfrec.data import TFRecordDataset
+from tfrec.data.index import IndexLines
 from tfrec.data.ranges import FileRange, RecordRanges, split_records
 from tfrec.errors import DatasetStateError, InvalidArgumentError, ShardingError
 
@@ -384,3 +385,47 @@ def test_ranks_from_the_environment_times_reading_processes(
     counts = Counter(r for share in shares for r in share)
     assert sorted(counts) == every_record([25, 6]) and set(counts.values()) == {1}
     assert sorted(map(len, shares)) == [15, 16]  # 4 readers of 7 or 8 records
+
+
+# -- index lines: only the lines a split needs are parsed ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "count", "offsets"),
+    [
+        (b"", 0, [0]),
+        (b"0 19\n19 20\n", 2, [0, 19, 39]),
+        (b"0 19\r\n19 20", 2, [0, 19, 39]),
+        (b" 0\t19 \n", 1, [0, 19]),
+    ],
+)
+def test_index_lines_count_and_offsets(text: bytes, count: int, offsets: list[int]) -> None:
+    lines = IndexLines(text, "x.idx")
+    assert lines.count == count
+    assert [lines.offset(k) for k in range(count + 1)] == offsets
+    if text:
+        parsed, lengths = tfrec.data.index.parse_index(text, "x.idx")
+        assert [*parsed.tolist(), int(parsed[-1] + lengths[-1])] == offsets
+
+
+def test_index_lines_check_the_lines_they_read() -> None:
+    lines = IndexLines(b"0 19\n19 x\n39 5\n", "x.idx")
+    assert lines.offset(0) == 0
+    with pytest.raises(InvalidArgumentError, match=r"x\.idx, line 2: expected 'offset length' .* b'19 x'"):
+        lines.offset(1)
+    with pytest.raises(InvalidArgumentError, match=r"x\.idx, line 3: a frame length of 5 bytes is shorter"):
+        lines.offset(3)
+
+
+def test_a_wrong_offset_at_a_cut_is_a_located_error_not_a_silent_one(tmp_path: Path) -> None:
+    paths = write_files(tmp_path, [12])
+    lines = [f"{i * 19} 19" for i in range(10)] + ["190 20", "210 20"]
+    lines[4] = "77 19"  # record 4 (the first of range 1 of 3) said to start two bytes late
+    Path(paths[0] + ".idx").write_text("\n".join(lines) + "\n")
+    with pytest.raises(tfrec.ChecksumError) as caught:
+        list(TFRecordDataset(tmp_path, shard=(1, 3)))
+    assert (caught.value.path, caught.value.index, caught.value.offset) == (paths[0], 4, 77)
+    # Range 0 reads on to its byte end: record 4 starts before byte 77, so it is range 0's.
+    assert list(TFRecordDataset(tmp_path, shard=(0, 3))) == [record(0, i) for i in range(5)]
+    shares = read_all(tmp_path, 3, on_error="skip")  # nothing twice, nothing lost
+    assert sorted(r for share in shares for r in share) == every_record([12])

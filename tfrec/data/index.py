@@ -30,6 +30,7 @@ from ..record.crc import crc_function, mask, mask_array
 __all__ = [
     "INDEX_SUFFIX",
     "FileIndex",
+    "IndexLines",
     "build_index",
     "check_index_covers",
     "parse_index",
@@ -393,24 +394,64 @@ def frames_end(offsets: Sequence[int] | np.ndarray, lengths: Sequence[int] | np.
     return int(offsets[-1]) + int(lengths[-1]) if len(offsets) else 0
 
 
-def check_index_covers(
-    index_path: str, path: str, offsets: np.ndarray, lengths: np.ndarray, size: int
-) -> None:
-    """Raise InvalidArgumentError unless the index lists every frame of the ``size``-byte file, back to back.
+def check_index_covers(index_path: str, path: str, start: int, end: int, size: int) -> None:
+    """Raise InvalidArgumentError unless the index's frames run from byte 0 (``start``) to ``size``.
 
-    An index that stops short of the file, reaches past it or leaves gaps
-    belongs to another file or is out of date.
+    An index that stops short of the file or reaches past it belongs to
+    another file or is out of date.
     """
-    end = frames_end(offsets, lengths)
-    if end != size or (len(offsets) and offsets[0] != 0):
+    if end != size or start != 0:
         raise InvalidArgumentError(
-            f"{index_path}: the index covers bytes {int(offsets[0]) if len(offsets) else 0} to {end} "
-            f"but {path} has {size}: the index does not belong to this file (or is out of date); "
-            f"rebuild it with tfrec.build_index({path!r})"
+            f"{index_path}: the index covers bytes {start} to {end} but {path} has {size}: the index "
+            f"does not belong to this file (or is out of date); rebuild it with tfrec.build_index({path!r})"
         )
-    gap = np.flatnonzero(offsets[1:] != offsets[:-1] + lengths[:-1])
-    if gap.size:
-        raise InvalidArgumentError(
-            f"{index_path}, line {int(gap[0]) + 2}: a gap between frames; an index must list "
-            f"every frame of the file; rebuild it with tfrec.build_index({path!r})"
-        )
+
+
+class IndexLines:
+    """The text of an index file, parsed only at the lines asked for.
+
+    Splitting records among readers needs each file's record count and a few
+    offsets, not every line: finding the lines costs a small part of parsing
+    and checking them all (:func:`parse_index`). A line that is read is
+    checked; the others are checked in effect by the record reader, which
+    verifies the length CRC of every frame it reads.
+
+    Example:
+        >>> lines = IndexLines(b"0 19\n19 20\n", "a.tfrecord.idx")
+        >>> lines.count, lines.offset(1), lines.offset(2)
+        (2, 19, 39)
+    """
+
+    def __init__(self, text: bytes, where: str) -> None:
+        self.text, self.where = text, where
+        ends = np.flatnonzero(np.frombuffer(text, np.uint8) == ord("\n"))
+        if text and not text.endswith(b"\n"):  # the last newline is optional
+            ends = np.append(ends, len(text))
+        self._ends = ends  # where each line ends (its newline)
+        self.count = len(ends)
+
+    def frame(self, line: int) -> tuple[int, int]:
+        """``(offset, frame length)`` on line ``line`` (counting from 0)."""
+        start = int(self._ends[line - 1]) + 1 if line else 0
+        raw = self.text[start : int(self._ends[line])]
+        if not _INDEX_LINE.fullmatch(raw):
+            raise InvalidArgumentError(
+                f"{self.where}, line {line + 1}: expected 'offset length' (two decimal integers), "
+                f"found {raw[:80]!r}; is this an index file?"
+            )
+        offset, length = map(int, raw.split())
+        if length < FRAMING:
+            raise InvalidArgumentError(
+                f"{self.where}, line {line + 1}: a frame length of {length} bytes is shorter than the "
+                f"{FRAMING} bytes of framing; is this an index file?"
+            )
+        return offset, length
+
+    def offset(self, record: int) -> int:
+        """The byte offset of frame ``record``; for ``record == count``, the byte just past the last frame."""
+        if record < self.count:
+            return self.frame(record)[0]
+        if not self.count:
+            return 0
+        offset, length = self.frame(self.count - 1)
+        return offset + length
