@@ -16,6 +16,7 @@ from .data import (
     ShardedWriter,
     TFRecordDataset,
     build_index,
+    infer_features,
     read_index,
     write_dataset,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "encode_sequence_example",
     "features",
     "float32",
+    "infer_features",
     "int64",
     "parse_example",
     "parse_sequence_example",

@@ -233,8 +233,16 @@ def test_infer_from_an_iterable_of_records() -> None:
     assert infer_features(records) == FeaturesDict(
         {"id": Tensor(shape=(), dtype=np.int64, doc=each), "name": Text(doc=each)}
     )
-    with pytest.raises(TypeError):
+    with pytest.raises(tfrec.InvalidArgumentError, match=r"not one record \(bytes\); .* pass \[record\]"):
         infer_features(tfrec.encode_example({"id": 1}))  # type: ignore[arg-type]
+    with pytest.raises(tfrec.InvalidArgumentError, match="not int"):
+        infer_features(5)  # type: ignore[arg-type]
+    one = tfrec.encode_example({"id": 1})
+    with pytest.raises(tfrec.InvalidArgumentError, match=r"<records>, record 1: expected .* found str"):
+        infer_features([one, "train.tfrecord"])  # type: ignore[list-item]
+    assert infer_features([one], sample=np.int64(1)).flat_infos()["id"].shape == ()
+    with pytest.raises(tfrec.InvalidArgumentError, match="sample must be an int"):
+        infer_features([one], sample=1.5)  # type: ignore[arg-type]
 
 
 def test_infer_skips_keys_without_a_kind_and_reads_gzip(tmp_path: Path) -> None:

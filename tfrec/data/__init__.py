@@ -7,12 +7,14 @@ Example:
     >>> for batch in ds.shuffle(10_000).batch(1024):
     ...     ...
     >>> source = tfrec.RecordFileSource("out/train-*.tfrecord", features=features)
+    >>> tfrec.infer_features("out/train-*.tfrecord")    # a FeaturesDict proposed from 1000 records
 """
 
 from __future__ import annotations
 
 from .dataset import DatasetIterator, TFRecordDataset
 from .index import build_index, read_index
+from .infer import infer_features
 from .shards import ShardedWriter, ShardInfo, WriteSummary, shard_name, write_dataset
 from .source import RecordFileSource
 from .sources import expand_paths, open_binary
@@ -29,6 +31,7 @@ __all__ = [
     "build_index",
     "expand_paths",
     "from_tfds_dir",
+    "infer_features",
     "open_binary",
     "read_index",
     "shard_name",

@@ -21,14 +21,14 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..errors import DatasetStateError, TfrecError
+from ..errors import DatasetStateError, InvalidArgumentError, TfrecError
 from ..features import FeaturesDict
 from .decode import Decoder
 from .interleave import ReaderOptions
-from .sharding import detect_consumer
+from .sharding import Consumer, check_shard_by, detect_consumer, split_among
 from .sources import expand_paths
 from .stages import (
     BatchOp,
@@ -82,6 +82,18 @@ class TFRecordDataset:
         storage_options: passed to fsspec for URLs.
         shard: ``(index, count)`` of this rank; by default from ``RANK`` /
             ``WORLD_SIZE`` or an initialised ``torch.distributed``.
+        shard_by: how readers (ranks x DataLoader workers x ``num_workers``)
+            share the data. ``"files"``: each reads whole files, and fewer
+            files than readers is a :class:`~tfrec.ShardingError`.
+            ``"records"``: the records of all files are cut into one
+            contiguous range per reader, equal to within one record (a range
+            may start mid-file); every file needs an index. ``"auto"``: files
+            when there are at least as many files as readers, else records
+            when every file has an index (else the ShardingError, saying why).
+        index_paths: the index file of each of :attr:`files`, in that order
+            (DALI ``tfrecord2idx`` format); by default ``{file}.idx`` beside
+            each file, as :func:`tfrec.build_index` writes it. Used only to
+            split records; compressed files cannot have one.
         state: an iterator :meth:`DatasetIterator.state` to start from.
 
     Example:
@@ -106,6 +118,8 @@ class TFRecordDataset:
         verify_checksums: bool = True,
         storage_options: Mapping[str, Any] | None = None,
         shard: tuple[int, int] | None = None,
+        shard_by: str = "auto",
+        index_paths: Sequence[str | os.PathLike[str]] | None = None,
         state: Mapping[str, Any] | None = None,
     ) -> None:
         if on_error not in ("raise", "skip", "warn"):
@@ -123,6 +137,8 @@ class TFRecordDataset:
         self._num_workers = check_positive("num_workers", num_workers, allow_zero=True)
         self._seed = seed
         self._shard = shard
+        self._shard_by = check_shard_by(shard_by)
+        self._index_paths = _index_paths(index_paths, len(self._plan.files))
         self._epoch = 0
         self._state = dict(state) if state is not None else None
         self.start_method: str | None = None  # multiprocessing start method of the reading processes
@@ -241,17 +257,29 @@ class DatasetIterator(Iterator[Any]):
             seed = dataset._seed if dataset._seed is not None else secrets.randbits(63)
             epoch = dataset._epoch
         self._seed, self._epoch = seed, epoch
-        consumer = detect_consumer(dataset._shard)
-        run = Run(seed, consumer)
         plan = dataset._plan
+        workers = dataset._num_workers
+        # Split now, among every reader: too few files fails here, not in a process.
+        readers = split_among(
+            detect_consumer(dataset._shard).with_process(0, max(workers, 1)),
+            plan.files,
+            shard_by=dataset._shard_by,
+            compression=plan.options.compression,
+            storage_options=plan.options.storage_options,
+            index_paths=dataset._index_paths,
+            shuffle_files=plan.shuffle_files,
+        )
+        readers.files(plan.files)
+        self._split = _split_of(readers)
+        if state is not None:
+            _check_split(state, self._split)
+        consumer = readers.with_process(0, 1)
+        run = Run(seed, consumer)
         self._pool: WorkerPool | None = None
         self._pending: list[Any] = []
         self._position = 0
         self._stage: Stage | None = None
         saved = state["pipeline"] if state is not None else None
-        workers = dataset._num_workers
-        # Check the split now: too few files fails here, not in a process.
-        consumer.with_process(0, max(workers, 1)).files(plan.files)
         if state is not None and state["finished"]:
             pass  # nothing left but what was pending
         elif workers == 0:
@@ -309,6 +337,7 @@ class DatasetIterator(Iterator[Any]):
             "fingerprint": self._fingerprint,
             "seed": self._seed,
             "epoch": self._epoch,
+            "split": self._split,
             "pipeline": self._stage.state() if self._stage is not None else None,
             "finished": self._stage is None,
             "pending": list(self._pending[self._position :]),
@@ -338,6 +367,35 @@ def _replace_ops(plan: Plan, ops: tuple[Op, ...]) -> Plan:
     return Plan(
         plan.files, plan.options, ops, plan.decoder, plan.cycle_length, plan.block_length, plan.shuffle_files
     )
+
+
+def _index_paths(paths: Sequence[str | os.PathLike[str]] | None, files: int) -> tuple[str, ...] | None:
+    if paths is None:
+        return None
+    if isinstance(paths, (str, os.PathLike)):
+        raise InvalidArgumentError("index_paths must be a list of paths, one per file, not a single path")
+    found = tuple(os.fspath(p) for p in paths)
+    if len(found) != files:
+        raise InvalidArgumentError(
+            f"{len(found)} index path(s) for {files} file(s): give one index per file, "
+            "in the order of the dataset's files (TFRecordDataset.files)"
+        )
+    return found
+
+
+def _split_of(readers: Consumer) -> list[Any]:
+    """How the data is split among the readers, as saved in states: ["files" | "records", readers]."""
+    return ["records" if readers.ranges is not None else "files", readers.count]
+
+
+def _check_split(state: Mapping[str, Any], split: list[Any]) -> None:
+    saved = state.get("split")
+    if saved is not None and list(saved) != split:
+        raise DatasetStateError(
+            f"the state was saved reading {saved[0]} split among {saved[1]} reader(s), and this "
+            f"iterator reads {split[0]} split among {split[1]}: resume with the same ranks, "
+            "DataLoader workers, num_workers and index files"
+        )
 
 
 def _check_state(state: Mapping[str, Any], fingerprint: list[Any]) -> None:

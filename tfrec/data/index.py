@@ -30,7 +30,10 @@ from ..record.crc import crc_function, mask, mask_array
 __all__ = [
     "INDEX_SUFFIX",
     "FileIndex",
+    "IndexLines",
     "build_index",
+    "check_index_covers",
+    "parse_index",
     "read_frame",
     "read_frames",
     "read_index",
@@ -328,13 +331,22 @@ def read_index(index_path: str | os.PathLike[str]) -> FileIndex:
             text = file.read()
     except FileNotFoundError:
         raise MissingFileError(f"{index_path}: no such index file") from None
+    return parse_index(text, index_path)
+
+
+def parse_index(text: bytes, where: str) -> FileIndex:
+    """The ``(offsets, frame_lengths)`` of an index file's text; ``where`` names it in errors.
+
+    Raises:
+        InvalidArgumentError: the text is not an index (the message names the line).
+    """
     if not _INDEX_TEXT.fullmatch(text):
-        raise InvalidArgumentError(_index_syntax_error(index_path, text))
+        raise InvalidArgumentError(_index_syntax_error(where, text))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the text was checked: anything unexpected is a bug, not data
         values = np.fromstring(text.decode("ascii"), dtype=np.int64, sep=" ") if text.strip() else _NONE
     offsets, lengths = np.ascontiguousarray(values[0::2]), np.ascontiguousarray(values[1::2])
-    _check_index(index_path, offsets, lengths)
+    _check_index(where, offsets, lengths)
     return offsets, lengths
 
 
@@ -380,3 +392,66 @@ def _check_index(index_path: str, offsets: np.ndarray, lengths: np.ndarray) -> N
 def frames_end(offsets: Sequence[int] | np.ndarray, lengths: Sequence[int] | np.ndarray) -> int:
     """The byte just past the last frame of an index (0 when empty)."""
     return int(offsets[-1]) + int(lengths[-1]) if len(offsets) else 0
+
+
+def check_index_covers(index_path: str, path: str, start: int, end: int, size: int) -> None:
+    """Raise InvalidArgumentError unless the index's frames run from byte 0 (``start``) to ``size``.
+
+    An index that stops short of the file or reaches past it belongs to
+    another file or is out of date.
+    """
+    if end != size or start != 0:
+        raise InvalidArgumentError(
+            f"{index_path}: the index covers bytes {start} to {end} but {path} has {size}: the index "
+            f"does not belong to this file (or is out of date); rebuild it with tfrec.build_index({path!r})"
+        )
+
+
+class IndexLines:
+    """The text of an index file, parsed only at the lines asked for.
+
+    Splitting records among readers needs each file's record count and a few
+    offsets, not every line: finding the lines costs a small part of parsing
+    and checking them all (:func:`parse_index`). A line that is read is
+    checked; the others are checked in effect by the record reader, which
+    verifies the length CRC of every frame it reads.
+
+    Example:
+        >>> lines = IndexLines(b"0 19\n19 20\n", "a.tfrecord.idx")
+        >>> lines.count, lines.offset(1), lines.offset(2)
+        (2, 19, 39)
+    """
+
+    def __init__(self, text: bytes, where: str) -> None:
+        self.text, self.where = text, where
+        ends = np.flatnonzero(np.frombuffer(text, np.uint8) == ord("\n"))
+        if text and not text.endswith(b"\n"):  # the last newline is optional
+            ends = np.append(ends, len(text))
+        self._ends = ends  # where each line ends (its newline)
+        self.count = len(ends)
+
+    def frame(self, line: int) -> tuple[int, int]:
+        """``(offset, frame length)`` on line ``line`` (counting from 0)."""
+        start = int(self._ends[line - 1]) + 1 if line else 0
+        raw = self.text[start : int(self._ends[line])]
+        if not _INDEX_LINE.fullmatch(raw):
+            raise InvalidArgumentError(
+                f"{self.where}, line {line + 1}: expected 'offset length' (two decimal integers), "
+                f"found {raw[:80]!r}; is this an index file?"
+            )
+        offset, length = map(int, raw.split())
+        if length < FRAMING:
+            raise InvalidArgumentError(
+                f"{self.where}, line {line + 1}: a frame length of {length} bytes is shorter than the "
+                f"{FRAMING} bytes of framing; is this an index file?"
+            )
+        return offset, length
+
+    def offset(self, record: int) -> int:
+        """The byte offset of frame ``record``; for ``record == count``, the byte just past the last frame."""
+        if record < self.count:
+            return self.frame(record)[0]
+        if not self.count:
+            return 0
+        offset, length = self.frame(self.count - 1)
+        return offset + length

@@ -6,6 +6,10 @@ moves on; the next file opens in that slot when its turn comes back - the
 order tf.data produces. Records are read a few hundred at a time per file and
 whole rounds are interleaved with list slicing, so no Python runs per record.
 
+A file may be a :class:`~tfrec.data.ranges.FileRange` (a path with a range of
+its records, when records are split among readers): its reader starts at the
+range's first record and stops at its end.
+
 The state is small: for each open file, the byte offset and index at which its
 read-ahead started and how many of those records were handed out.
 
@@ -24,6 +28,8 @@ from typing import IO, Any
 
 from ..errors import TfrecError
 from ..record import RecordReader, resolve_compression
+from .index import FRAMING
+from .ranges import FileRange
 from .sources import local_path, open_binary
 
 __all__ = ["InterleavedRecords", "ReaderOptions"]
@@ -43,6 +49,7 @@ class ReaderOptions:
 
     def open(self, path: str, offset: int = 0, index: int = 0) -> tuple[RecordReader, IO[bytes] | None]:
         """A reader of ``path`` from ``offset``; and the stream to close when it is a URL."""
+        path = str.__str__(path)  # a bare path, also for a FileRange: errors carry a plain str
         compression = resolve_compression(self.compression, path)
         source: str | IO[bytes] | None = local_path(path)
         stream = None
@@ -62,11 +69,21 @@ class ReaderOptions:
 
 
 class _OpenFile:
-    """One file of the cycle: its reader and the records read ahead of the turn."""
+    """One file of the cycle: its reader and the records read ahead of the turn.
 
-    def __init__(self, position: int, path: str, options: ReaderOptions, resume: Sequence[int] = (0, 0, 0)):
+    A :class:`FileRange` is read from its first record up to its end; ``resume``
+    (offset, index, records to skip) starts elsewhere, as saved by :meth:`state`.
+    """
+
+    def __init__(self, position: int, path: str, options: ReaderOptions, resume: Sequence[int] | None = None):
         self.position = position  # the file's place in this epoch's list
+        piece = path if isinstance(path, FileRange) else None
+        if resume is None:
+            resume = (piece.offset, piece.start, 0) if piece is not None else (0, 0, 0)
         offset, index, skip = resume
+        # Where the range ends: the byte offset bounds it exactly, the record number sizes read-aheads.
+        self.end = piece.end if piece is not None else None
+        self.stop = piece.stop if piece is not None else 0
         self.reader, self.stream = options.open(path, offset, index)
         self.records: Iterator[bytes] = iter(self.reader)
         self.ahead: list[bytes] = []
@@ -88,12 +105,39 @@ class _OpenFile:
             raise error
         self.ahead_offset, self.ahead_index = self.reader.offset, self.reader.index
         self.ahead, self.taken = [], 0
+        count = self._within(count)
+        if not count:
+            return
         try:
             self.ahead.extend(itertools.islice(self.records, count))  # keeps what came before an error
         except TfrecError as exc:
             if not self.ahead:
                 raise
             self.error = exc
+        if self.end is not None and self.reader.offset > self.end:
+            self._trim(self.end)
+
+    def _within(self, count: int) -> int:
+        """How many of ``count`` records to read ahead without passing the end of the range."""
+        if self.end is None:
+            return count
+        if self.reader.offset >= self.end:
+            return 0
+        # At least one while bytes of the range are left: skipped damage can make the numbers disagree.
+        return min(count, max(1, self.stop - self.reader.index))
+
+    def _trim(self, end: int) -> None:
+        """Drop records read past the range's end (only after skipped damage shifted the record count).
+
+        Records read after the damage lie back to back up to the reader's
+        offset, so walking back from there finds the ones that start at or
+        past the end: they belong to the next range.
+        """
+        at, keep = self.reader.offset, len(self.ahead)
+        while keep and at - len(self.ahead[keep - 1]) - FRAMING >= end:
+            at -= len(self.ahead[keep - 1]) + FRAMING
+            keep -= 1
+        del self.ahead[keep:]
 
     def take(self, count: int) -> list[bytes]:
         """Up to ``count`` records; fewer only when the file ends."""

@@ -1,11 +1,21 @@
-"""Who reads which files: ranks x DataLoader workers x reading processes (data layer).
+"""Who reads what: ranks x DataLoader workers x reading processes (data layer).
 
 Every reader of a dataset is one *consumer*. Consumers are numbered rank-major:
-``((rank * loader_workers) + loader_worker) * processes + process``, and consumer
-``c`` of ``C`` reads the files ``files[c::C]`` of the sorted file list. The split
-is made before any per-epoch shuffling, so every record is read exactly once
-per epoch even when ranks disagree on the seed. Fewer files than consumers is
-an error, never a silent duplicate or an empty consumer.
+``((rank * loader_workers) + loader_worker) * processes + process``. They
+split the dataset in one of two ways:
+
+- by files: consumer ``c`` of ``C`` reads the files ``files[c::C]`` of the
+  file list. Fewer files than consumers is an error, never a silent duplicate
+  or an empty consumer.
+- by records, when every file has an index (:mod:`tfrec.data.ranges`): the
+  records of all files are cut into ``C`` contiguous ranges that differ by at
+  most one record; a range may start in the middle of a file.
+
+``shard_by="auto"`` (the default) splits by files when there are at least as
+many files as consumers (no index is read), and by records otherwise, when
+every file has an index. The split is made before any per-epoch shuffling, so
+every record is read exactly once per epoch even when ranks disagree on the
+seed.
 
 The rank comes from, in this order: an explicit ``shard=(index, count)``; the
 ``RANK`` and ``WORLD_SIZE`` environment variables; ``torch.distributed`` when
@@ -22,12 +32,25 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from ..errors import ShardingError
+from ..errors import InvalidArgumentError, ShardingError
+from .ranges import RecordRanges, locate_indexes, split_records
 
-__all__ = ["Consumer", "detect_consumer", "detect_loader_worker", "detect_rank"]
+__all__ = [
+    "SHARD_BY",
+    "Consumer",
+    "check_shard_by",
+    "detect_consumer",
+    "detect_loader_worker",
+    "detect_rank",
+    "split_among",
+]
+
+SHARD_BY = ("auto", "files", "records")
+SHUFFLE_PIECES = 16  # pieces each consumer's record range is cut into when files are shuffled
 
 
 @dataclass(frozen=True)
@@ -35,7 +58,8 @@ class Consumer:
     """One reader's place among all readers: rank of ranks, loader worker of loader workers.
 
     ``process`` / ``processes`` number the reading processes of one
-    iterator (``num_workers=``).
+    iterator (``num_workers=``). ``ranges``, when set, splits records instead
+    of files (made for :attr:`count` consumers).
     """
 
     rank: int = 0
@@ -44,6 +68,7 @@ class Consumer:
     workers: int = 1
     process: int = 0
     processes: int = 1
+    ranges: RecordRanges | None = field(default=None, repr=False)
 
     @property
     def index(self) -> int:
@@ -54,7 +79,10 @@ class Consumer:
         return self.ranks * self.workers * self.processes
 
     def with_process(self, process: int, processes: int) -> Consumer:
-        return Consumer(self.rank, self.ranks, self.worker, self.workers, process, processes)
+        return replace(self, process=process, processes=processes)
+
+    def with_ranges(self, ranges: RecordRanges | None) -> Consumer:
+        return replace(self, ranges=ranges)
 
     def describe(self) -> str:
         parts = []
@@ -67,18 +95,88 @@ class Consumer:
         return " x ".join(parts) or "1 reader"
 
     def files(self, files: Sequence[str]) -> list[str]:
-        """This consumer's share of ``files`` (the full, sorted list every consumer sees alike).
+        """This consumer's share of ``files`` (the full list every consumer sees alike).
+
+        With :attr:`ranges`, the share is this consumer's record ranges
+        (:class:`~tfrec.data.ranges.FileRange`, each a path with a range).
 
         Raises:
-            ShardingError: fewer files than consumers.
+            ShardingError: fewer files than consumers (and no record ranges).
         """
+        if self.ranges is not None:
+            if self.ranges.count != self.count:  # pragma: no cover (made for this count by split_among)
+                raise ShardingError(f"record ranges for {self.ranges.count} readers, not {self.count}")
+            return list(self.ranges.readers[self.index])
         if len(files) < self.count:
-            raise ShardingError(
-                f"{len(files)} file(s) cannot be split among {self.count} readers ({self.describe()}): "
-                "each reader needs at least one file, or some would read nothing. "
-                "Hint: write more shards (tfrec.ShardedWriter), or lower num_workers / DataLoader workers"
-            )
+            raise ShardingError(_too_few_files(len(files), self))
         return list(files[self.index :: self.count])
+
+
+def _too_few_files(files: int, consumer: Consumer, why_not_records: str = "") -> str:
+    """The message of the error for fewer files than consumers."""
+    records = (
+        f" Records could be split instead of files if every file had an index, but {why_not_records}."
+        if why_not_records
+        else ""
+    )
+    return (
+        f"{files} file(s) cannot be split among {consumer.count} readers ({consumer.describe()}): "
+        f"each reader needs at least one file, or some would read nothing.{records} "
+        "Hint: write more shards (tfrec.ShardedWriter), index uncompressed files (tfrec.build_index) "
+        "so that records are split, or lower num_workers / DataLoader workers"
+    )
+
+
+def check_shard_by(shard_by: str) -> str:
+    if shard_by not in SHARD_BY:
+        raise InvalidArgumentError(f"shard_by must be 'auto', 'files' or 'records', not {shard_by!r}")
+    return shard_by
+
+
+def split_among(
+    consumer: Consumer,
+    files: Sequence[str],
+    *,
+    shard_by: str = "auto",
+    compression: str | None = "auto",
+    storage_options: Mapping[str, Any] | None = None,
+    index_paths: Sequence[str] | None = None,
+    shuffle_files: bool = False,
+) -> Consumer:
+    """``consumer`` (whose :attr:`~Consumer.count` counts every reader) with its split decided.
+
+    ``shard_by="files"``: files, always. ``"records"``: record ranges, always
+    (every file needs an index). ``"auto"``: files when there are at least as
+    many as consumers, else record ranges when every file has an index.
+    With ``shuffle_files``, each consumer's range is cut into up to
+    ``SHUFFLE_PIECES`` pieces, whose order is shuffled every epoch.
+
+    Raises:
+        ShardingError: the dataset cannot be split without duplicates or empty
+            consumers; the message says why records could not be split.
+        InvalidArgumentError: an index does not match its file.
+    """
+    check_shard_by(shard_by)
+    if shard_by == "files" or (shard_by == "auto" and len(files) >= consumer.count):
+        return consumer.with_ranges(None)
+    try:
+        located = locate_indexes(
+            files, compression=compression, storage_options=storage_options, index_paths=index_paths
+        )
+    except ShardingError as exc:
+        if shard_by == "records":
+            raise ShardingError(f"shard_by='records' needs an index for every file, but {exc}") from None
+        raise ShardingError(_too_few_files(len(files), consumer, str(exc))) from None
+    ranges = split_records(
+        files,
+        consumer.count,
+        index_paths=located,
+        storage_options=storage_options,
+        compression=compression,
+        pieces=SHUFFLE_PIECES if shuffle_files else 1,
+        readers=consumer.describe(),
+    )
+    return consumer.with_ranges(ranges)
 
 
 def _check_shard(index: int, count: int, origin: str) -> tuple[int, int]:

@@ -24,9 +24,19 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any
 
-from ..errors import MissingFileError, OptionalDependencyError, TfrecError
+from ..errors import InvalidArgumentError, MissingFileError, OptionalDependencyError
 
-__all__ = ["SIDECAR_SUFFIXES", "expand_braces", "expand_paths", "is_url", "local_path", "open_binary"]
+__all__ = [
+    "SIDECAR_SUFFIXES",
+    "expand_braces",
+    "expand_paths",
+    "file_size",
+    "is_file",
+    "is_url",
+    "local_path",
+    "open_binary",
+    "read_bytes",
+]
 
 # Files a directory listing leaves out: metadata and indexes written next to record files.
 SIDECAR_SUFFIXES = frozenset(
@@ -68,7 +78,7 @@ def expand_braces(pattern: str) -> list[str]:
             if depth == 0:
                 break
     else:
-        raise TfrecError(f"{pattern}: unbalanced '{{' in the path pattern")
+        raise InvalidArgumentError(f"{pattern}: unbalanced '{{' in the path pattern")
     body, head, tail = pattern[start + 1 : end], pattern[:start], pattern[end + 1 :]
     choices = _brace_choices(body)
     if choices is None:  # not a brace expression (e.g. "{}" or "{x}"): keep it literally
@@ -145,10 +155,12 @@ def _patterns(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) 
         yield os.fspath(paths)
         return
     if isinstance(paths, (bytes, bytearray)):
-        raise TfrecError("paths must be str or os.PathLike, not bytes")
+        raise InvalidArgumentError("paths must be str or os.PathLike, not bytes")
     for path in paths:
         if not isinstance(path, (str, os.PathLike)):
-            raise TfrecError(f"paths must be str or os.PathLike, not {type(path).__name__}: {path!r}")
+            raise InvalidArgumentError(
+                f"paths must be str or os.PathLike, not {type(path).__name__}: {path!r}"
+            )
         yield os.fspath(path)
 
 
@@ -218,3 +230,41 @@ def open_binary(path: str, storage_options: Mapping[str, Any] | None = None) -> 
     fs, inner = _filesystem(path, storage_options)
     stream: IO[bytes] = fs.open(inner, "rb")
     return stream
+
+
+def is_file(path: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``path`` (a local path or a URL) names an existing regular file."""
+    local = local_path(path)
+    if local is not None:
+        return os.path.isfile(local)
+    fs, inner = _filesystem(path, storage_options)
+    return bool(fs.isfile(inner))
+
+
+def file_size(path: str, storage_options: Mapping[str, Any] | None = None) -> int:
+    """The size in bytes of the file ``path`` (a local path or a URL).
+
+    Raises:
+        MissingFileError: no such file.
+    """
+    local = local_path(path)
+    try:
+        if local is not None:
+            return os.path.getsize(local)
+        fs, inner = _filesystem(path, storage_options)
+        return int(fs.size(inner))
+    except FileNotFoundError:
+        raise MissingFileError(f"{path}: no such file", path=path) from None
+
+
+def read_bytes(path: str, storage_options: Mapping[str, Any] | None = None) -> bytes:
+    """The whole content of the file ``path`` (a local path or a URL).
+
+    Raises:
+        MissingFileError: no such file.
+    """
+    try:
+        with open_binary(path, storage_options) as stream:
+            return stream.read()
+    except FileNotFoundError:
+        raise MissingFileError(f"{path}: no such file", path=path) from None

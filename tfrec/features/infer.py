@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import operator
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from .sequence import FLAT_VALUES, Sequence
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
 
-__all__ = ["describe_features", "infer_features"]
+__all__ = ["RecordSurvey", "check_records_source", "describe_features", "infer_features"]
 
 _PNG = b"\x89PNG\r\n\x1a\n"
 _JPEG = b"\xff\xd8\xff"
@@ -81,6 +82,9 @@ def infer_features(
     is unknown. The proposal is a starting point: check it (ClassLabels,
     ``encoding="bytes"`` tensors and fixed image sizes are not guessed).
 
+    :func:`tfrec.infer_features` makes the same proposal from anything a
+    dataset reads (globs, directories, URLs, lists of them).
+
     Args:
         source: a TFRecord path (CRCs are verified), or an iterable of serialized Examples.
         sample: how many records to read from the start (``None``: all).
@@ -89,52 +93,128 @@ def infer_features(
     Raises:
         DecodeError: a record is not a tf.train.Example (names the record number).
         SchemaError: a key holds different kinds of lists in different records.
+        InvalidArgumentError: ``source`` is neither a path nor an iterable of bytes
+            (one record alone, say), or ``sample`` is below 1.
 
     Example:
         >>> records = [tfrec.encode_example({"id": 1, "tags": [b"a", b"b"]})]
         >>> infer_features(records)["id"]
         Tensor(shape=(), dtype=int64)
     """
-    if sample is not None and sample < 1:
-        raise InvalidArgumentError(f"sample must be >= 1 or None, not {sample}")
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        raise TypeError("source must be a path or an iterable of serialized Examples, not bytes")
+    survey = RecordSurvey(sample)
     if isinstance(source, (str, os.PathLike)):
         with read_records(source, compression) as reader:
-            seen, total = _scan(itertools.islice(reader, sample), os.fspath(source))
+            survey.add(reader, os.fspath(source))
     else:
-        seen, total = _scan(itertools.islice(source, sample), "<records>")
-    return _nest(_propose(seen, total))
+        survey.add(check_records_source(source), "<records>")
+    return survey.features()
 
 
-def _scan(records: Iterable[bytes], where: str) -> tuple[dict[str, _Seen], int]:
-    """Per key statistics of ``records``, and how many were read."""
-    seen: dict[str, _Seen] = {}
-    total = 0
-    for index, record in enumerate(records):
-        try:
-            decoded = decode_example(record)
-        except DecodeError as exc:
-            raise DecodeError(f"{where}, record {index}: {exc}") from None
-        total += 1
-        for key, values in decoded.items():
-            stats = seen.setdefault(key, _Seen())
-            if values is None:
-                continue  # a Feature with no kind: parse specs treat it as missing
-            kind = "bytes_list" if isinstance(values, list) else f"{_kind_name(values)}_list"
-            stats.kinds.add(kind)
-            if len(stats.kinds) > 1:
-                raise SchemaError(
-                    f"key {key!r} holds different kinds in different records: {sorted(stats.kinds)} "
-                    f"(record {index} of {where})"
+def check_records_source(source: object) -> Iterable[bytes]:
+    """``source`` when it can be an iterable of records.
+
+    Raises:
+        InvalidArgumentError: ``source`` is one record (bytes) or not iterable.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        raise InvalidArgumentError(
+            "source must be a path or an iterable of serialized Examples, not one record "
+            f"({type(source).__name__}); to read one record, pass [record]"
+        )
+    if not isinstance(source, Iterable):
+        raise InvalidArgumentError(
+            f"source must be a path or an iterable of serialized Examples, not {type(source).__name__}"
+        )
+    return source
+
+
+class RecordSurvey:
+    """What a sample of Example records holds, key by key, gathered source after source.
+
+    Args:
+        sample: how many records to look at in all (``None``: every record added).
+
+    Example:
+        >>> survey = RecordSurvey(sample=1000)
+        >>> for path in paths:
+        ...     if survey.full:
+        ...         break
+        ...     survey.add(tfrec.read_records(path), where=path)
+        >>> features = survey.features()
+    """
+
+    def __init__(self, sample: int | None = 1000) -> None:
+        if sample is not None:
+            try:
+                if isinstance(sample, bool):
+                    raise TypeError
+                sample = operator.index(sample)
+            except TypeError:
+                raise InvalidArgumentError(
+                    f"sample must be an int >= 1 or None, not {type(sample).__name__}"
+                ) from None
+            if sample < 1:
+                raise InvalidArgumentError(f"sample must be >= 1 or None, not {sample}")
+        self.sample = sample
+        self.total = 0  # records looked at so far
+        self._seen: dict[str, _Seen] = {}
+
+    @property
+    def full(self) -> bool:
+        """Whether the sample is complete: more records would not be looked at."""
+        return self.sample is not None and self.total >= self.sample
+
+    def add(self, records: Iterable[bytes], where: str) -> int:
+        """Look at ``records`` (those still needed for the sample); ``where`` names them in errors.
+
+        Returns:
+            How many records were looked at.
+
+        Raises:
+            DecodeError: a record is not a tf.train.Example (names ``where`` and its number there).
+            SchemaError: a key holds different kinds of lists in different records.
+            InvalidArgumentError: an item is not bytes (a path, say).
+        """
+        left = None if self.sample is None else max(self.sample - self.total, 0)
+        before = self.total
+        if left != 0:
+            self._scan(itertools.islice(records, left), where)
+        return self.total - before
+
+    def features(self) -> FeaturesDict:
+        """The proposed FeaturesDict of the records looked at."""
+        return _nest(_propose(self._seen, self.total))
+
+    def _scan(self, records: Iterable[bytes], where: str) -> None:
+        seen = self._seen
+        for index, record in enumerate(records):
+            if not isinstance(record, (bytes, bytearray, memoryview)):
+                raise InvalidArgumentError(
+                    f"{where}, record {index}: expected a serialized Example (bytes), found "
+                    f"{type(record).__name__}; paths, globs and directories go to tfrec.infer_features"
                 )
-            stats.present += 1
-            stats.counts.add(len(values))
-            if kind == "bytes_list" and len(values) == 1:
-                _look_at_bytes(values[0], stats)
-            if key.endswith("/" + FLAT_VALUES):
-                _look_at_ragged(key[: -len(FLAT_VALUES) - 1], len(values), decoded, stats)
-    return seen, total
+            try:
+                decoded = decode_example(record)
+            except DecodeError as exc:
+                raise DecodeError(f"{where}, record {index}: {exc}") from None
+            self.total += 1
+            for key, values in decoded.items():
+                stats = seen.setdefault(key, _Seen())
+                if values is None:
+                    continue  # a Feature with no kind: parse specs treat it as missing
+                kind = "bytes_list" if isinstance(values, list) else f"{_kind_name(values)}_list"
+                stats.kinds.add(kind)
+                if len(stats.kinds) > 1:
+                    raise SchemaError(
+                        f"key {key!r} holds different kinds in different records: {sorted(stats.kinds)} "
+                        f"(record {index} of {where})"
+                    )
+                stats.present += 1
+                stats.counts.add(len(values))
+                if kind == "bytes_list" and len(values) == 1:
+                    _look_at_bytes(values[0], stats)
+                if key.endswith("/" + FLAT_VALUES):
+                    _look_at_ragged(key[: -len(FLAT_VALUES) - 1], len(values), decoded, stats)
 
 
 def _look_at_ragged(parent: str, count: int, decoded: dict[str, Any], stats: _Seen) -> None:
