@@ -217,7 +217,8 @@ class OutOfRangeError(TfrecError, IndexError):
 
 
 class ShardingError(TfrecError, ValueError):
-    """Files cannot be split among the consumers (ranks x workers) without duplicates or empty ones."""
+    """The dataset cannot be split among its readers (ranks x workers x processes) without duplicates or
+    empty readers: fewer files than readers, or fewer records when records are split."""
 
 
 class DatasetStateError(TfrecError, ValueError):
