@@ -704,6 +704,31 @@ def test_reader_resumes_on_a_file_object(compression: str | None) -> None:
     assert list(resumed) == TEN[4:]
 
 
+class CountingReads(io.BytesIO):
+    """A seekable stream that counts the bytes read from it (as a remote fsspec file would fetch them)."""
+
+    bytes_read = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        self.bytes_read += len(data)
+        return data
+
+
+def test_reader_seeks_a_seekable_stream_to_the_start_offset_instead_of_reading_up_to_it() -> None:
+    records = [random_bytes(1000, i) for i in range(100)]
+    buffer = io.BytesIO()
+    tfrec.write_records(buffer, records)
+    starts = starts_of(records)
+    stream = CountingReads(b"prefix" + buffer.getvalue())
+    stream.seek(6)  # offsets count from where the stream is when the reader starts
+    assert list(tfrec.RecordReader(stream, None, start_offset=starts[90], start_index=90)) == records[90:]
+    assert stream.bytes_read == starts[100] - starts[90]
+    stream.seek(6)
+    with pytest.raises(tfrec.TruncatedRecordError, match=f"start_offset {starts[100] + 1} is past the end"):
+        list(tfrec.RecordReader(stream, None, start_offset=starts[100] + 1))
+
+
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_start_offset_at_the_end_gives_no_records(tmp_path: Path, compression: str | None) -> None:
     path = tmp_path / f"data{SUFFIX[compression]}"

@@ -219,6 +219,8 @@ class RecordReader:
                 self._raw.seek(start)
         else:
             self._raw = self._source
+            if start and self.compression is None:
+                self._seek_forward(self._raw, start)
         self._stream = open_decompressed(self._raw, self.compression)
         if start and self._end is None:  # not seekable to a decompressed offset: skip by reading
             skipped = 0
@@ -232,6 +234,26 @@ class RecordReader:
                         offset=start,
                     )
                 skipped += len(piece)
+
+    def _seek_forward(self, raw: IO[bytes], start: int) -> None:
+        """Move a seekable stream ``start`` bytes on (e.g. an fsspec file), rather than reading them."""
+        try:
+            if not raw.seekable():
+                return
+            here = raw.tell()
+            size = raw.seek(0, os.SEEK_END) - here
+        except (OSError, AttributeError, ValueError):
+            return  # not really seekable: skipped by reading
+        if start > size:
+            raw.seek(here)
+            raise TruncatedRecordError(
+                f"start_offset {start} is past the end of the stream ({size} bytes)",
+                path=self.path,
+                index=self._batch_index,
+                offset=start,
+            )
+        raw.seek(here + start)
+        self._end = size
 
     def _read(self, size: int, offset: int, index: int) -> bytes:
         """Read up to ``size`` bytes for the frame at ``offset``; b"" at the end.
