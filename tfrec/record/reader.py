@@ -2,11 +2,13 @@
 
 Small records are cut out of 1 MiB blocks and checked a block at a time: the
 length CRC depends only on the length, so it is looked up in a table; runs of
-equal headers are recognised with one numpy compare; one struct call builds
-all the records of a block; data CRCs take one C call per record and are
-compared in one vectorised step. Large records are read straight into their
-own ``bytes`` object. Records before a damaged one are always yielded before
-the error is raised.
+equal headers are recognised with one numpy compare, and blocks of small frames
+of varying sizes are split with numpy too; one struct call builds all the
+records of a block; data CRCs take one C call per record and are compared in
+one vectorised step. :meth:`RecordReader.batches` hands out spans of the block
+instead of records (no copy per record). Large records are read straight into
+their own ``bytes`` object. Records before a damaged one are always handed out
+before the error is raised.
 
 Example:
     >>> for record in read_records("train.tfrecord.gz"):
