@@ -184,7 +184,10 @@ def test_without_shared_memory_everything_goes_in_band(
 
     monkeypatch.setattr(shared_memory, "SharedMemory", refuse)
     items = [{"x": np.arange(BIG, dtype=np.float64), "b": np.array([b"z" * 100] * 1000, dtype=object)}]
-    header, inband = pool[0].pack(items, 0)
+    with pytest.warns(RuntimeWarning, match=r"no shared memory .*No space left.*--shm-size"):
+        header, inband = pool[0].pack(items, 0)
+    assert header is None and same(pool[1].unpack(0, header, inband), items)
+    header, inband = pool[0].pack(items, 1)  # warned once
     assert header is None and same(pool[1].unpack(0, header, inband), items)
 
 

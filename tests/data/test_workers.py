@@ -42,6 +42,10 @@ def fail_on_seven(example: dict[str, Any]) -> dict[str, Any]:
     return example
 
 
+def with_environment(example: dict[str, Any]) -> dict[str, Any]:
+    return {"id": example["id"], "env": os.environ.get("TFREC_TEST_WORKER_ENV", "")}
+
+
 def no_children() -> bool:
     deadline = time.monotonic() + 10
     while multiprocessing.active_children() and time.monotonic() < deadline:
@@ -91,6 +95,17 @@ def test_decoding_and_map_run_in_the_processes(tmp_path: Path) -> None:
                                                                        for i in range(20))  # fmt: skip
     unbatched = list(TFRecordDataset(tmp_path, spec=SPEC, num_workers=2).take(5))
     assert [int(e["id"]) for e in unbatched] == [0, 1, 2, 3, 4]  # worker 0 first: its first pull
+
+
+def test_processes_see_the_environment_of_the_moment_the_iterator_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_examples(tmp_path, files=2, per_file=3)
+    ds = TFRecordDataset(tmp_path, spec=SPEC, num_workers=2).map(with_environment)
+    for value in ("first", "second"):  # the second iterator's processes come from the same fork server
+        monkeypatch.setenv("TFREC_TEST_WORKER_ENV", value)
+        assert {e["env"] for e in ds} == {value}
+    assert no_children()
 
 
 def test_a_workers_record_error_arrives_with_path_index_offset(tmp_path: Path) -> None:

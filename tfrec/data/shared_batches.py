@@ -45,6 +45,7 @@ import itertools
 import os
 import pickle
 import secrets
+import warnings
 from collections.abc import Sequence
 from multiprocessing import shared_memory
 from typing import Any, TypeAlias
@@ -220,6 +221,7 @@ class SlotWriter:
         self.names = [segment_name(pool, worker, slot) for slot in range(slots)]
         self.segments: list[shared_memory.SharedMemory | None] = [None] * slots
         self.generations = [0] * slots
+        self.warned = False  # about a pull that found no shared memory
 
     def pack(self, items: list[Any], slot: int) -> tuple[Header, bytes]:
         """``items`` as (where its large buffers lie in ``slot``, the in-band pickle)."""
@@ -231,7 +233,16 @@ class SlotWriter:
         spans, size = _layout(pickler.pieces)
         try:
             segment = self._segment(slot, size)
-        except OSError:  # no shared memory (full, or none here): everything in band
+        except OSError as exc:  # no shared memory (full, or none here): everything in band
+            if not self.warned:
+                self.warned = True
+                warnings.warn(
+                    f"reading process: no shared memory for a pull of {size} bytes ({exc}); pulls "
+                    "that do not fit go through the pipe, which is slower. Hint: give /dev/shm "
+                    "more room (docker run --shm-size=1g) or use fewer reading processes",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
             return None, pickle.dumps(items, protocol=5)
         view = _buffer(segment)
         for (offset, nbytes), piece in zip(spans, pickler.pieces, strict=True):
