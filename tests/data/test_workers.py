@@ -87,6 +87,24 @@ def test_resume_continues_exactly_with_processes(shards: Path) -> None:
     assert no_children()
 
 
+def test_a_state_after_every_batch_resumes_exactly(shards: Path) -> None:
+    ds = (
+        TFRecordDataset(shards, shuffle_files=True, cycle_length=2, num_workers=2, seed=5)
+        .shuffle(30)
+        .batch(7)
+    )
+    expected = list(ds)
+    it = iter(ds)
+    states = []
+    for _ in range(len(expected)):
+        next(it)
+        states.append(it.state())  # each process keeps only the states the consumer may still ask for
+    it.close()
+    for taken in (1, 2, 9, len(expected) - 1):
+        assert list(ds.resume(states[taken - 1])) == expected[taken:], taken
+    assert no_children()
+
+
 def test_decoding_and_map_run_in_the_processes(tmp_path: Path) -> None:
     write_examples(tmp_path, files=3, per_file=20)
     one = TFRecordDataset(tmp_path, spec=SPEC, cycle_length=3, seed=0).map(double_id).batch(8)

@@ -123,7 +123,7 @@ class _ByteStrings:
 
 
 def _all_bytes(values: Sequence[Any]) -> bool:
-    return bool(len(values)) and all(type(value) is bytes for value in values)
+    return set(map(type, values)) == {bytes}  # (a loop in C: 1024 values in ~15 us)
 
 
 def _order(array: np.ndarray) -> str:

@@ -11,9 +11,10 @@ order depends only on the seed and N, never on timing. A process may be
 :data:`AHEAD` pulls ahead of the consumer (credit-based flow control), one
 slot per pull in flight.
 
-Every process keeps the pipeline state after each of its recent pulls, so the
-consumer's ``state()`` asks each process for the state after the last pull it
-consumed (one request per process, only when a state is asked for). Errors
+Every process keeps the pipeline state after each pull it has sent, back to
+the last one the consumer took, so the consumer's ``state()`` asks each
+process for the state after the last pull it consumed (one request per
+process, only when a state is asked for). Errors
 travel back in order and are raised as they were (tfrec errors pickle with
 their path, index and offset); one that does not pickle becomes a
 :class:`~tfrec.WorkerError` carrying the traceback.
@@ -56,7 +57,6 @@ from .stages import Context, Plan, Run, Stage, build
 __all__ = ["WorkerPool"]
 
 AHEAD = 3  # pulls a process may be ahead of what the consumer has received (= its slots)
-HISTORY = 16  # states kept from before the last pull received (more than the consumer can hold)
 POLL = 0.05  # seconds between checks for commands / liveness
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 _preloaded = False  # whether this module is among the fork server's preloaded modules yet
@@ -146,7 +146,9 @@ def worker_main(
                 elif kind == "received":
                     if command[1] == token:
                         received = max(received, command[2])
-                        while history and next(iter(history)) < received - HISTORY:
+                        # The consumer asks only for the state after the last pull it received (it
+                        # credits a pull as it takes it): older states hold records for nothing.
+                        while history and next(iter(history)) < received:
                             history.popitem(last=False)
                 elif kind == "state":
                     _, asked_token, asked = command
