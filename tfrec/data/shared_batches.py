@@ -14,21 +14,23 @@ Each process owns :data:`~tfrec.data.workers.AHEAD` slots, one per pull it
 may have in flight, reused round-robin and replaced by a larger one when a
 pull does not fit. A slot's segment is named ``tfrec_shm_<pool>_<process>_<slot>``
 (:func:`segment_name`), so whoever holds the pool's id can find every segment
-the pool may have left: the process unlinks its own when it stops, and the
-consumer, after stopping the processes, unlinks whatever is left
-(:func:`unlink_segments`: a process that was killed). If both are killed,
-multiprocessing's resource tracker unlinks the segments when the last of
-them is gone.
+the pool may have left: a process unlinks its own when it stops (also when
+the consumer was killed: its command pipe ends), and the consumer, after
+stopping the processes, unlinks whatever is left (:func:`unlink_segments`:
+a process that was killed). If both are killed, multiprocessing's resource
+tracker unlinks the segments when the last of them is gone.
 
 The resource tracker: the process that creates a segment registers it with
-the tracker, and on Python < 3.13 so does every process that attaches it.
-The consumer and its processes share one tracker (multiprocessing hands
-children its pipe), which keeps a set of names: registering a name twice is
-harmless, and the one ``unlink`` of a segment (by its process, or by the
-consumer's cleanup) unregisters it. Attaching happens only after the
-creator registered, and the creator unlinks only after the consumer
-attached (it received the pull), so the set ends empty and the tracker
-warns of nothing.
+the tracker, and so does every process that attaches it (Python 3.11 has no
+``track=False``). The consumer and its processes share one tracker
+(multiprocessing hands children its pipe), which keeps a set of names:
+registering a name twice is harmless, and the one ``unlink`` of a segment
+(by its process, or by the consumer's cleanup) unregisters it. Attaching
+happens only after the creator registered, and the creator unlinks only
+after the consumer attached (it received the pull), so the set ends empty
+and the tracker warns of nothing. (The usual workaround, unregistering right
+after attaching, would empty the shared set early: the later unlink's
+unregister would then be an error in the tracker, and a crash would leak.)
 
 Example:
     >>> writer = SlotWriter(pool, worker=0, slots=3)           # in reading process 0
