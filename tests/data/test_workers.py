@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -18,6 +22,7 @@ from hypothesis import strategies as st
 
 import tfrec
 from tfrec.data import TFRecordDataset
+from tfrec.data.shared_batches import PREFIX
 from tfrec.errors import ShardingError, WorkerError
 
 SPEC = {"id": tfrec.FixedLenFeature([], tfrec.int64)}
@@ -35,6 +40,10 @@ def fail_on_seven(example: dict[str, Any]) -> dict[str, Any]:
     if example["id"] == 7:
         raise KeyError("seven")
     return example
+
+
+def with_environment(example: dict[str, Any]) -> dict[str, Any]:
+    return {"id": example["id"], "env": os.environ.get("TFREC_TEST_WORKER_ENV", "")}
 
 
 def no_children() -> bool:
@@ -78,6 +87,24 @@ def test_resume_continues_exactly_with_processes(shards: Path) -> None:
     assert no_children()
 
 
+def test_a_state_after_every_batch_resumes_exactly(shards: Path) -> None:
+    ds = (
+        TFRecordDataset(shards, shuffle_files=True, cycle_length=2, num_workers=2, seed=5)
+        .shuffle(30)
+        .batch(7)
+    )
+    expected = list(ds)
+    it = iter(ds)
+    states = []
+    for _ in range(len(expected)):
+        next(it)
+        states.append(it.state())  # each process keeps only the states the consumer may still ask for
+    it.close()
+    for taken in (1, 2, 9, len(expected) - 1):
+        assert list(ds.resume(states[taken - 1])) == expected[taken:], taken
+    assert no_children()
+
+
 def test_decoding_and_map_run_in_the_processes(tmp_path: Path) -> None:
     write_examples(tmp_path, files=3, per_file=20)
     one = TFRecordDataset(tmp_path, spec=SPEC, cycle_length=3, seed=0).map(double_id).batch(8)
@@ -86,6 +113,17 @@ def test_decoding_and_map_run_in_the_processes(tmp_path: Path) -> None:
                                                                        for i in range(20))  # fmt: skip
     unbatched = list(TFRecordDataset(tmp_path, spec=SPEC, num_workers=2).take(5))
     assert [int(e["id"]) for e in unbatched] == [0, 1, 2, 3, 4]  # worker 0 first: its first pull
+
+
+def test_processes_see_the_environment_of_the_moment_the_iterator_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_examples(tmp_path, files=2, per_file=3)
+    ds = TFRecordDataset(tmp_path, spec=SPEC, num_workers=2).map(with_environment)
+    for value in ("first", "second"):  # the second iterator's processes come from the same fork server
+        monkeypatch.setenv("TFREC_TEST_WORKER_ENV", value)
+        assert {e["env"] for e in ds} == {value}
+    assert no_children()
 
 
 def test_a_workers_record_error_arrives_with_path_index_offset(tmp_path: Path) -> None:
@@ -163,3 +201,147 @@ def test_any_layout_reads_every_record_once_with_processes(
         counts = Counter(seen)
         assert sorted(counts) == every_record(sizes) and set(counts.values()) <= {1}
     assert no_children()
+
+
+# -- the shared-memory handoff: large arrays travel through segments that never outlive the pool ----
+
+SHM = Path("/dev/shm")  # where Linux lists POSIX shared memory
+needs_shm_listing = pytest.mark.skipif(not SHM.is_dir(), reason="segments are listed in /dev/shm (Linux)")
+WIDE_SPEC = {
+    "id": tfrec.FixedLenFeature([], tfrec.int64),
+    "vec": tfrec.FixedLenFeature([64], tfrec.float32),  # 64 KiB a batch of 256: through shared memory
+    "blob": tfrec.FixedLenFeature([], tfrec.string),  # 75 KiB a batch: through shared memory
+}
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("wide")
+    rng = np.random.default_rng(0)
+    for n in range(4):
+        records = [
+            tfrec.encode_example(
+                {"id": n * 1000 + i, "vec": rng.standard_normal(64, np.float32), "blob": rng.bytes(300)}
+            )
+            for i in range(700)
+        ]
+        tfrec.write_records(directory / f"wide-{n}.tfrecord", records)
+    return directory
+
+
+def wide_batches(directory: Path, workers: int) -> TFRecordDataset:
+    ds = TFRecordDataset(directory, spec=WIDE_SPEC, num_workers=workers, seed=3, shuffle_files=True,
+                         cycle_length=2)  # fmt: skip
+    return ds.shuffle(100).batch(256)
+
+
+def fail_on_1005(batch: dict[str, Any]) -> dict[str, Any]:
+    if 1005 in batch["id"]:
+        raise KeyError("1005")
+    return batch
+
+
+def segments(pool: str) -> list[str]:
+    return sorted(p.name for p in SHM.glob(f"{PREFIX}{pool}_*"))
+
+
+def pool_id(it: Any) -> str:
+    return str(it._pool.slots.pool)
+
+
+def gone(pool: str) -> bool:
+    deadline = time.monotonic() + 10
+    while segments(pool) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not segments(pool)
+
+
+def test_batches_through_shared_memory_are_those_of_one_process(wide: Path) -> None:
+    one = list(wide_batches(wide, 0))
+    through = list(wide_batches(wide, 1))  # one reading process reads as the consumer would, in order
+    assert len(through) == len(one) == 11
+    for a, b in zip(one, through, strict=True):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert a[key].dtype == b[key].dtype and np.array_equal(a[key], b[key]), key
+            assert b[key].flags.writeable
+    two = list(wide_batches(wide, 2))
+    assert sorted(ids(two)) == sorted(ids(one))
+    assert no_children()
+
+
+@needs_shm_listing
+def test_segments_go_with_the_pool(wide: Path) -> None:
+    it = iter(wide_batches(wide, 2))
+    next(it)
+    pool = pool_id(it)
+    assert segments(pool)  # the batches did go through shared memory
+    rest = list(it)  # exhausted: closes itself
+    assert len(rest) == 11 and segments(pool) == []
+    it = iter(wide_batches(wide, 2))
+    next(it)
+    pool = pool_id(it)
+    it.close()  # closed mid-epoch
+    assert segments(pool) == []
+    it = iter(wide_batches(wide, 2))
+    next(it)
+    pool = pool_id(it)
+    del it  # dropped mid-epoch
+    assert gone(pool) and no_children()
+
+
+@needs_shm_listing
+def test_segments_go_after_an_error_in_a_process(wide: Path) -> None:
+    it = iter(wide_batches(wide, 2).map(fail_on_1005))
+    pool = pool_id(it)
+    with pytest.raises(KeyError, match="1005"):
+        list(it)
+    assert segments(pool) == [] and no_children()
+
+
+@needs_shm_listing
+def test_a_killed_process_is_an_error_and_its_segments_go(wide: Path) -> None:
+    it = iter(wide_batches(wide, 2))
+    next(it)
+    pool = pool_id(it)
+    os.kill(it._pool.processes[1].process.pid, signal.SIGKILL)
+    with pytest.raises(WorkerError, match=r"reading process 1 exited unexpectedly \(exit code -9\)"):
+        list(it)
+    assert segments(pool) == [] and no_children()
+
+
+KILLED_CONSUMER = """
+import os, signal, sys
+sys.path.insert(0, {tests!r})
+from test_workers import wide_batches
+from pathlib import Path
+
+if __name__ == "__main__":
+    for batch in wide_batches(Path({data!r}), 2):  # a whole epoch: the segments are unlinked cleanly
+        pass
+    it = iter(wide_batches(Path({data!r}), 2))
+    next(it)
+    print(it._pool.slots.pool, flush=True)
+    if sys.argv[1] == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)  # the consumer dies mid-epoch: its processes clean up
+    os.kill(it._pool.processes[0].process.pid, signal.SIGKILL)  # a process dies: the consumer cleans up
+    try:
+        list(it)
+    except Exception as exc:
+        print(type(exc).__name__, flush=True)
+"""
+
+
+@needs_shm_listing
+@pytest.mark.parametrize("who", ["kill", "worker"])
+def test_nothing_is_left_when_a_process_dies(wide: Path, tmp_path: Path, who: str) -> None:
+    script = tmp_path / "consumer.py"
+    script.write_text(KILLED_CONSUMER.format(tests=str(Path(__file__).parent), data=str(wide)))
+    done = subprocess.run([sys.executable, str(script), who], capture_output=True, text=True, timeout=120)
+    lines = done.stdout.split()
+    assert gone(lines[0])
+    if who == "kill":
+        assert done.returncode == -signal.SIGKILL
+    else:
+        assert done.returncode == 0 and lines[1:] == ["WorkerError"]
+    assert done.stderr == ""  # the resource tracker found nothing leaked and nothing unregistered twice

@@ -4,19 +4,30 @@ With ``num_workers=N`` the ops up to the first ``take``/``skip``/``repeat``
 (usually shuffle, map and batch: reading, decompression, CRC checks and
 batched parsing) run in N processes, each over a disjoint share of the files
 (:mod:`tfrec.data.sharding`). Each process hands back whole pulls (a batch
-each after ``batch``), pickled over a pipe. A thread of the consumer receives
-them round-robin, worker 0, 1, ..., skipping workers that are done: the order
-depends only on the seed and N, never on timing.
+each after ``batch``): their large arrays through shared-memory slots, the
+rest pickled over a pipe (:mod:`tfrec.data.shared_batches`). The consumer
+takes them round-robin, worker 0, 1, ..., skipping workers that are done: the
+order depends only on the seed and N, never on timing. A process may be
+:data:`AHEAD` pulls ahead of the consumer (credit-based flow control), one
+slot per pull in flight.
 
-Every process keeps the pipeline state after each of its recent pulls, so the
-consumer's ``state()`` asks each process for the state after the last pull it
-consumed (one request per process, only when a state is asked for). Errors
+Every process keeps the pipeline state after each pull it has sent, back to
+the last one the consumer took, so the consumer's ``state()`` asks each
+process for the state after the last pull it consumed (one request per
+process, only when a state is asked for). Errors
 travel back in order and are raised as they were (tfrec errors pickle with
 their path, index and offset); one that does not pickle becomes a
 :class:`~tfrec.WorkerError` carrying the traceback.
 
-Processes are started with ``spawn`` by default (safe with threads); they stop
-when the iterator is closed, exhausted or garbage collected.
+Processes are started by multiprocessing's fork server where there is one
+(POSIX; ``spawn`` elsewhere): both are safe with threads, but a spawned
+process imports tfrec and numpy anew (~0.3 s of CPU each, every iterator,
+every epoch), while the fork server, started once per program with this
+module preloaded, forks processes that have them already (a few ms). A
+process takes the consumer's ``os.environ`` as it is when the iterator
+starts, as a spawned one would (the fork server's is that of its own start).
+They stop when the iterator is closed, exhausted or garbage collected, and
+the shared memory goes with them.
 
 Example:
     >>> pool = WorkerPool(plan, Run(seed=0), processes=2)
@@ -29,8 +40,10 @@ from __future__ import annotations
 import collections
 import contextlib
 import multiprocessing
+import os
 import pickle
 import queue
+import signal
 import threading
 import traceback
 import weakref
@@ -38,14 +51,15 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..errors import DatasetStateError, TfrecError, WorkerError
+from .shared_batches import SlotReader, SlotWriter, new_pool_id, unlink_segments
 from .stages import Context, Plan, Run, Stage, build
 
 __all__ = ["WorkerPool"]
 
-AHEAD = 3  # pulls a process may be ahead of what the consumer has received
-HISTORY = 16  # states kept from before the last pull received (more than the consumer can hold)
+AHEAD = 3  # pulls a process may be ahead of what the consumer has received (= its slots)
 POLL = 0.05  # seconds between checks for commands / liveness
-DEFAULT_START_METHOD = "spawn"
+DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+_preloaded = False  # whether this module is among the fork server's preloaded modules yet
 
 
 def _payload(index: int, exc: BaseException) -> BaseException:
@@ -61,19 +75,50 @@ def _payload(index: int, exc: BaseException) -> BaseException:
 
 
 def _send_loop(outbox: queue.Queue[Any], data: Connection) -> None:
+    """Sends the process's messages (a thread: the process stays free to answer while a send blocks)."""
     while True:
         message = outbox.get()
         if message is None:
             return
+        head, inband = message
         try:
-            data.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+            data.send_bytes(pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL))
+            if inband is not None:
+                data.send_bytes(inband)
         except (OSError, ValueError):  # the consumer has gone
             return
 
 
-def worker_main(index: int, plan: Plan, run: Run, commands: Connection, data: Connection) -> None:
+def _preload_in_fork_server(context: Any) -> None:
+    """Have the fork server import this module before it forks (once; other preloads kept)."""
+    global _preloaded
+    if _preloaded:
+        return
+    import multiprocessing.forkserver  # POSIX only
+
+    # multiprocessing has no getter for the list; its default is ["__main__"].
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    modules = list(getattr(server, "_preload_modules", None) or ["__main__"])
+    if __name__ not in modules:
+        context.set_forkserver_preload([*modules, __name__])
+    _preloaded = True
+
+
+def worker_main(
+    index: int,
+    plan: Plan,
+    run: Run,
+    pool: str,
+    environ: dict[str, str],
+    commands: Connection,
+    data: Connection,
+) -> None:
     """The body of reading process ``index``: runs the pipeline when told, sends what it pulls."""
+    if os.environ != environ:  # forked by a fork server started earlier: the consumer's environment now
+        os.environ.clear()
+        os.environ.update(environ)
     outbox: queue.Queue[Any] = queue.Queue()  # bounded by the credits (AHEAD)
+    slots = SlotWriter(pool, index, AHEAD)
     sender = threading.Thread(target=_send_loop, args=(outbox, data), daemon=True)
     sender.start()
     stage: Stage | None = None
@@ -97,11 +142,13 @@ def worker_main(index: int, plan: Plan, run: Run, commands: Connection, data: Co
                         stage = build(plan, run, epoch, state)
                     except BaseException as exc:
                         stage = None
-                        outbox.put(("error", token, _payload(index, exc)))
+                        outbox.put((("error", token, _payload(index, exc)), None))
                 elif kind == "received":
                     if command[1] == token:
                         received = max(received, command[2])
-                        while history and next(iter(history)) < received - HISTORY:
+                        # The consumer asks only for the state after the last pull it received (it
+                        # credits a pull as it takes it): older states hold records for nothing.
+                        while history and next(iter(history)) < received:
                             history.popitem(last=False)
                 elif kind == "state":
                     _, asked_token, asked = command
@@ -124,21 +171,30 @@ def worker_main(index: int, plan: Plan, run: Run, commands: Connection, data: Co
             except StopIteration:
                 stage.close()
                 stage = None
-                outbox.put(("end", token))
+                outbox.put((("end", token), None))
                 continue
             except BaseException as exc:
                 stage.close()
                 stage = None
-                outbox.put(("error", token, _payload(index, exc)))
+                outbox.put((("error", token, _payload(index, exc)), None))
                 continue
             seq += 1
             history[seq] = stage.state()
-            outbox.put(("chunk", token, seq, items))
+            try:
+                # Pull seq takes slot (seq - 1) % AHEAD: the consumer is done with pull seq - AHEAD.
+                header, inband = slots.pack(items, (seq - 1) % AHEAD)
+            except Exception as exc:  # a map() result that does not pickle, say
+                stage.close()
+                stage = None
+                outbox.put((("error", token, _payload(index, exc)), None))
+                continue
+            outbox.put((("chunk", token, seq, header), inband))
     except (EOFError, OSError, KeyboardInterrupt):
         return  # the consumer has gone
     finally:
         if stage is not None:
             stage.close()
+        slots.close()
         with contextlib.suppress(queue.Full):
             outbox.put_nowait(None)
 
@@ -146,7 +202,7 @@ def worker_main(index: int, plan: Plan, run: Run, commands: Connection, data: Co
 class _Process:
     def __init__(self, process: Any, commands: Connection, data: Connection) -> None:
         self.process, self.commands, self.data = process, commands, data
-        self.lock = threading.Lock()  # the receiver thread and the consumer both send commands
+        self.lock = threading.Lock()  # the consumer and a finalizer (any thread) may both send
 
     def send(self, command: Any) -> None:
         with self.lock:
@@ -158,7 +214,7 @@ class _Process:
             return self.commands.recv()
 
 
-def _shutdown(processes: list[_Process]) -> None:
+def _shutdown(processes: list[_Process], reader: SlotReader) -> None:
     for p in processes:
         with contextlib.suppress(OSError, ValueError):
             p.send(("stop",))
@@ -169,6 +225,8 @@ def _shutdown(processes: list[_Process]) -> None:
             p.process.join(timeout=5)
         p.commands.close()
         p.data.close()
+    reader.close()
+    unlink_segments(reader.pool, len(processes), AHEAD)  # a process that was killed left its slots
 
 
 class WorkerPool:
@@ -181,11 +239,15 @@ class WorkerPool:
                 "(a torch DataLoader worker, say): use num_workers=0 there and let the DataLoader's "
                 "workers read in parallel"
             )
-        context = multiprocessing.get_context(start_method or DEFAULT_START_METHOD)
+        method = start_method or DEFAULT_START_METHOD
+        context = multiprocessing.get_context(method)
+        if method == "forkserver":
+            _preload_in_fork_server(context)
         self.count = processes
         self.token = 0
         self.processes: list[_Process] = []
-        self._finalizer = weakref.finalize(self, _shutdown, self.processes)
+        self.slots = SlotReader(new_pool_id())
+        self._finalizer = weakref.finalize(self, _shutdown, self.processes, self.slots)
         try:
             for index in range(processes):
                 commands, child_commands = context.Pipe(duplex=True)
@@ -193,7 +255,15 @@ class WorkerPool:
                 worker_run = Run(run.seed, run.consumer.with_process(index, processes))
                 process = context.Process(  # type: ignore[attr-defined]
                     target=worker_main,
-                    args=(index, plan, worker_run, child_commands, child_data),
+                    args=(
+                        index,
+                        plan,
+                        worker_run,
+                        self.slots.pool,
+                        dict(os.environ),
+                        child_commands,
+                        child_data,
+                    ),
                     name=f"tfrec-reader-{index}",
                     daemon=True,
                 )
@@ -223,6 +293,8 @@ class WorkerPool:
 
 
 class _PoolStage:
+    """The consumer's side of one run: the processes' pulls, round-robin, as they were pulled."""
+
     def __init__(self, pool: WorkerPool, token: int, epoch: tuple[int, ...], state: Any) -> None:
         count = pool.count
         self.pool, self.token = pool, token
@@ -234,87 +306,65 @@ class _PoolStage:
         self.done: list[bool] = list(state["done"]) if state is not None else [False] * count
         self.turn: int = state["turn"] if state is not None else 0
         self.seqs = [0] * count
-        self.inbox: queue.Queue[Any] = queue.Queue(2)
-        self.stopping = threading.Event()
         self.finished = False
         for index, p in enumerate(pool.processes):
             if not self.done[index]:
                 p.send(("run", token, epoch, self.starts[index]))
-        self.thread = threading.Thread(target=self._receive, name="tfrec-receiver", daemon=True)
-        self.thread.start()
 
-    def _message(self, index: int) -> Any:
+    def _message(self, index: int) -> tuple[Any, ...]:
         """The next message of process ``index`` for this run (stale ones from a cancelled run dropped)."""
         p = self.pool.processes[index]
-        while not self.stopping.is_set():
+        while True:
             if not p.data.poll(POLL):
                 if not p.process.is_alive():
-                    return (
-                        "error",
-                        self.token,
-                        WorkerError(
-                            f"reading process {index} exited unexpectedly (exit code {p.process.exitcode})",
-                            worker=index,
-                        ),
-                    )
+                    return ("error", self.token, _died(index, p.process.exitcode))
                 continue
-            message = pickle.loads(p.data.recv_bytes())
-            if message[1] == self.token:
-                if message[0] == "chunk":
-                    p.send(("received", self.token, message[2]))
-                return message
-        return None
-
-    def _put(self, item: Any) -> bool:
-        while not self.stopping.is_set():
             try:
-                self.inbox.put(item, timeout=POLL)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _receive(self) -> None:
-        done, turn, count = list(self.done), self.turn, self.pool.count
-        try:
-            while not all(done):
-                if done[turn]:
-                    turn = (turn + 1) % count
-                    continue
-                message = self._message(turn)
-                if message is None:
-                    return
-                if message[0] == "end":
-                    done[turn] = True
-                elif message[0] == "error":
-                    self._put(("error", turn, message[2]))
-                    return
-                if not self._put((message[0], turn, message[2:])):
-                    return
-                turn = (turn + 1) % count
-        except BaseException as exc:
-            self._put(("error", turn, exc))
-            return
-        self._put(("finished", turn, ()))
+                message = pickle.loads(p.data.recv_bytes())
+                if message[0] == "chunk":
+                    message = (*message, p.data.recv_bytes())
+            except (EOFError, OSError):  # the process died (before it ran, say): say so, with its exit code
+                p.process.join(timeout=1)
+                return ("error", self.token, _died(index, p.process.exitcode))
+            if message[1] == self.token:
+                return tuple(message)
 
     def pull(self) -> list[Any]:
+        count = self.pool.count
         while not self.finished:
-            kind, index, body = self.inbox.get()
+            index = self.turn
+            if all(self.done):
+                self.finished = True
+                break
+            if self.done[index]:
+                self.turn = (index + 1) % count
+                continue
+            message = self._message(index)
+            kind = message[0]
             if kind == "chunk":
-                self.seqs[index] = body[0]
-                self.turn = (index + 1) % self.pool.count
-                return list(body[1])
+                _, _, seq, header, inband = message
+                try:
+                    items = self.pool.slots.unpack(index, header, inband)
+                except FileNotFoundError as exc:  # the process unlinked its slots: it was interrupted
+                    self.finished = True
+                    raise WorkerError(
+                        f"reading process {index} stopped while a pull of it was on its way ({exc})",
+                        worker=index,
+                    ) from exc
+                with contextlib.suppress(OSError, ValueError):  # a dead process: its next message says so
+                    self.pool.processes[index].send(("received", self.token, seq))  # after the copy
+                self.seqs[index] = seq
+                self.turn = (index + 1) % count
+                return items
             if kind == "end":
                 self.done[index] = True
-                self.turn = (index + 1) % self.pool.count
-            elif kind == "error":
-                self.finished = True
-                error: BaseException = body
-                if hasattr(error, "add_note"):
-                    error.add_note(f"raised in reading process {index} of {self.pool.count}")
-                raise error
-            else:
-                self.finished = True
+                self.turn = (index + 1) % count
+                continue
+            self.finished = True
+            error: BaseException = message[2]
+            if hasattr(error, "add_note"):
+                error.add_note(f"raised in reading process {index} of {count}")
+            raise error
         raise StopIteration
 
     def state(self) -> Any:
@@ -330,9 +380,17 @@ class _PoolStage:
         return {"workers": workers, "done": list(self.done), "turn": self.turn}
 
     def close(self) -> None:
-        self.stopping.set()
-        self.thread.join(timeout=30)
+        self.finished = True
         for index, p in enumerate(self.pool.processes):
             if not self.done[index]:
                 with contextlib.suppress(OSError, ValueError):
                     p.send(("cancel",))
+
+
+def _died(index: int, exitcode: int | None) -> WorkerError:
+    hint = ""
+    if exitcode is not None and exitcode == -getattr(signal, "SIGBUS", 0):
+        hint = ". Hint: SIGBUS: the shared memory (/dev/shm) may be full"
+    return WorkerError(
+        f"reading process {index} exited unexpectedly (exit code {exitcode}){hint}", worker=index
+    )
