@@ -24,6 +24,7 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from ..allocator import keep_freed_memory
 from ..errors import DatasetStateError, InvalidArgumentError, TfrecError
 from ..features import FeaturesDict
 from .decode import Decoder
@@ -249,6 +250,7 @@ class DatasetIterator(Iterator[Any]):
     """
 
     def __init__(self, dataset: TFRecordDataset, state: Mapping[str, Any] | None = None) -> None:
+        keep_freed_memory()  # batches of decoded records: see tfrec.allocator
         self._fingerprint = dataset.fingerprint()
         if state is not None:
             _check_state(state, self._fingerprint)

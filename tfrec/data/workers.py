@@ -50,6 +50,7 @@ import weakref
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..allocator import keep_freed_memory
 from ..errors import DatasetStateError, TfrecError, WorkerError
 from .shared_batches import SlotReader, SlotWriter, new_pool_id, unlink_segments
 from .stages import Context, Plan, Run, Stage, build
@@ -114,6 +115,7 @@ def worker_main(
     data: Connection,
 ) -> None:
     """The body of reading process ``index``: runs the pipeline when told, sends what it pulls."""
+    keep_freed_memory()
     if os.environ != environ:  # forked by a fork server started earlier: the consumer's environment now
         os.environ.clear()
         os.environ.update(environ)

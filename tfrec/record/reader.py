@@ -32,6 +32,7 @@ from typing import IO, Literal
 
 import numpy as np
 
+from ..allocator import keep_freed_memory
 from ..errors import (
     ChecksumError,
     RecordError,
@@ -354,6 +355,7 @@ class RecordReader:
         """
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise TfrecError(f"batch size must be a positive int, not {size!r}")
+        keep_freed_memory()
         self._views = True
         try:
             while True:
