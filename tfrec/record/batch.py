@@ -76,6 +76,35 @@ class RecordBatch(Sequence[bytes]):
         buffer = b"".join([*records, bytes(PAD)])
         return cls(buffer, offsets[:-1], offsets[1:], path=path, index=index, end_offset=end_offset)
 
+    @classmethod
+    def from_pieces(
+        cls,
+        pieces: Sequence[tuple[bytes, np.ndarray, np.ndarray]],
+        *,
+        path: str | None = None,
+        index: int = 0,
+        end_offset: int = 0,
+    ) -> RecordBatch:
+        """A batch of consecutive records given as ``(buffer, starts, ends)`` pieces (spans of read
+        blocks): a view of the buffer when there is one piece, else the pieces' spans joined once,
+        followed by :data:`PAD` zero bytes."""
+        if len(pieces) == 1:
+            buffer, starts, ends = pieces[0]
+            return cls(buffer, starts, ends, path=path, index=index, end_offset=end_offset)
+        spans: list[bytes | memoryview] = []
+        all_starts, all_ends = [], []
+        at = 0  # where the next piece's first span lands in the join
+        for buffer, starts, ends in pieces:
+            first, last = int(starts[0]), int(ends[-1])
+            spans.append(memoryview(buffer)[first:last])
+            all_starts.append(starts - (first - at))
+            all_ends.append(ends - (first - at))
+            at += last - first
+        spans.append(bytes(PAD))
+        joined = b"".join(spans)
+        starts, ends = np.concatenate(all_starts), np.concatenate(all_ends)
+        return cls(joined, starts, ends, path=path, index=index, end_offset=end_offset)
+
     @property
     def lengths(self) -> np.ndarray:
         """The records' lengths (int64)."""

@@ -42,7 +42,7 @@ from ..errors import (
     TruncatedRecordError,
 )
 from . import frame, salvage
-from .batch import PAD, RecordBatch
+from .batch import RecordBatch
 from .compression import Compression, looks_like, open_decompressed, resolve_compression
 from .crc import crc_function, mask, mask_array
 
@@ -372,13 +372,16 @@ class RecordReader:
                         have += len(taken[1])
                 except RecordError:
                     if pieces:  # what was read before the damage is handed out first
-                        yield _assemble(pieces, self.path, first_index, self.offset)
+                        yield self._batch_of(pieces, first_index)
                     raise
                 if not pieces:
                     return
-                yield _assemble(pieces, self.path, first_index, self.offset)
+                yield self._batch_of(pieces, first_index)
         finally:
             self._views = False
+
+    def _batch_of(self, pieces: list[tuple[bytes, np.ndarray, np.ndarray]], index: int) -> RecordBatch:
+        return RecordBatch.from_pieces(pieces, path=self.path, index=index, end_offset=self.offset)
 
     def _take(self, count: int) -> tuple[bytes, np.ndarray, np.ndarray] | None:
         """Up to ``count`` records from the batch being handed out, or the next one; ``None`` at the end."""
@@ -727,34 +730,6 @@ class RecordReader:
 
     def __repr__(self) -> str:
         return f"<RecordReader {self.path or '<stream>'} offset={self.offset} index={self.index}>"
-
-
-def _assemble(
-    pieces: list[tuple[bytes, np.ndarray, np.ndarray]], path: str | None, index: int, end_offset: int
-) -> RecordBatch:
-    """One RecordBatch of record spans taken from one or more blocks: a view of the block when
-    they come from one, else the pieces' spans joined once."""
-    if len(pieces) == 1:
-        buffer, starts, ends = pieces[0]
-        return RecordBatch(buffer, starts, ends, path=path, index=index, end_offset=end_offset)
-    spans: list[bytes | memoryview] = []
-    all_starts, all_ends = [], []
-    at = 0
-    for buffer, starts, ends in pieces:
-        first, last = int(starts[0]), int(ends[-1])
-        spans.append(memoryview(buffer)[first:last])
-        all_starts.append(starts - (first - at))
-        all_ends.append(ends - (first - at))
-        at += last - first
-    spans.append(bytes(PAD))
-    return RecordBatch(
-        b"".join(spans),
-        np.concatenate(all_starts),
-        np.concatenate(all_ends),
-        path=path,
-        index=index,
-        end_offset=end_offset,
-    )
 
 
 def read_records(
