@@ -345,3 +345,18 @@ def test_nothing_is_left_when_a_process_dies(wide: Path, tmp_path: Path, who: st
     else:
         assert done.returncode == 0 and lines[1:] == ["WorkerError"]
     assert done.stderr == ""  # the resource tracker found nothing leaked and nothing unregistered twice
+
+
+def test_a_script_without_a_main_guard_is_told_to_add_one(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import tfrec\n"
+        "tfrec.write_records('x.tfrecord', [b'a', b'b'])\n"
+        "print(sum(1 for _ in tfrec.TFRecordDataset('x.tfrecord', num_workers=1)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0
+    assert "WorkerError: reading process 0 exited unexpectedly (exit code 1)" in done.stderr
+    assert 'keep its top level behind if __name__ == "__main__":' in done.stderr

@@ -393,6 +393,11 @@ def _died(index: int, exitcode: int | None) -> WorkerError:
     hint = ""
     if exitcode is not None and exitcode == -getattr(signal, "SIGBUS", 0):
         hint = ". Hint: SIGBUS: the shared memory (/dev/shm) may be full"
+    elif exitcode == 1:  # errors inside a run come back as themselves: this one came before it
+        hint = (
+            ". Hint: it failed while starting, with its error printed above; a script that starts "
+            'reading processes must keep its top level behind if __name__ == "__main__":'
+        )
     return WorkerError(
         f"reading process {index} exited unexpectedly (exit code {exitcode}){hint}", worker=index
     )
