@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import pickle
@@ -360,3 +361,43 @@ def test_a_script_without_a_main_guard_is_told_to_add_one(tmp_path: Path) -> Non
     assert done.returncode != 0
     assert "WorkerError: reading process 0 exited unexpectedly (exit code 1)" in done.stderr
     assert 'keep its top level behind if __name__ == "__main__":' in done.stderr
+
+
+def with_pid(example: dict[str, Any]) -> dict[str, Any]:
+    return {"id": example["id"], "pid": os.getpid()}
+
+
+def test_persistent_workers_serve_the_next_iterators_exactly_as_new_ones_would(tmp_path: Path) -> None:
+    write_examples(tmp_path, files=4, per_file=30)
+
+    def dataset(persistent: bool) -> TFRecordDataset:
+        ds = TFRecordDataset(
+            tmp_path,
+            spec=SPEC,
+            shuffle_files=True,
+            num_workers=2,
+            seed=5,
+            persistent_workers=persistent,
+        )
+        return ds.map(with_pid).shuffle(40).batch(8)
+
+    kept, fresh = dataset(True), dataset(False)
+    runs: dict[bool, list[tuple[list[int], set[int]]]] = {True: [], False: []}
+    for epoch in range(3):
+        for ds in (kept, fresh):
+            ds.set_epoch(epoch)
+            it = iter(ds)
+            if epoch == 1:  # stopped early: what the processes had on the way must not leak into the next
+                next(it)
+                it.close()
+                it = iter(ds)
+            batches = list(it)
+            runs[ds is kept].append((ids(batches), {int(p) for b in batches for p in b["pid"]}))
+    assert [order for order, _ in runs[True]] == [order for order, _ in runs[False]]
+    assert len({frozenset(pids) for _, pids in runs[True]}) == 1  # the same two processes throughout
+    assert len({frozenset(pids) for _, pids in runs[False]}) == 3
+    pool = kept._idle_pool[1]  # type: ignore[index]
+    name = pool.slots.pool
+    del kept, pool
+    gc.collect()
+    assert gone(name)

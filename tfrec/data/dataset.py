@@ -95,6 +95,11 @@ class TFRecordDataset:
             (DALI ``tfrecord2idx`` format); by default ``{file}.idx`` beside
             each file, as :func:`tfrec.build_index` writes it. Used only to
             split records; compressed files cannot have one.
+        persistent_workers: keep the reading processes (``num_workers``) when an
+            iterator ends, for the next iterator of this same dataset object (the
+            next epoch of ``for epoch ...: for batch in ds:``): they start warm, with
+            their memory already in place. They stop when the dataset is garbage
+            collected (as torch's DataLoader ``persistent_workers``).
         state: an iterator :meth:`DatasetIterator.state` to start from.
 
     Example:
@@ -121,6 +126,7 @@ class TFRecordDataset:
         shard: tuple[int, int] | None = None,
         shard_by: str = "auto",
         index_paths: Sequence[str | os.PathLike[str]] | None = None,
+        persistent_workers: bool = False,
         state: Mapping[str, Any] | None = None,
     ) -> None:
         if on_error not in ("raise", "skip", "warn"):
@@ -142,6 +148,8 @@ class TFRecordDataset:
         self._index_paths = _index_paths(index_paths, len(self._plan.files))
         self._epoch = 0
         self._state = dict(state) if state is not None else None
+        self._persistent_workers = bool(persistent_workers)
+        self._idle_pool: tuple[Any, WorkerPool] | None = None  # (what it runs, the pool) between iterators
         self.start_method: str | None = None  # multiprocessing start method of the reading processes
 
     # -- building -----------------------------------------------------------------------------------
@@ -160,7 +168,28 @@ class TFRecordDataset:
             plan.block_length, plan.shuffle_files,
         )  # fmt: skip
         copy._state = None
+        copy._idle_pool = None
         return copy
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_idle_pool"] = None  # processes do not travel (to DataLoader workers, say)
+        return state
+
+    def _take_pool(self, key: Any) -> WorkerPool | None:
+        """The reading processes a finished iterator left, if they run ``key`` (persistent_workers)."""
+        idle, self._idle_pool = self._idle_pool, None
+        if idle is not None and idle[0] == key and idle[1].alive():
+            return idle[1]
+        if idle is not None:
+            idle[1].close()
+        return None
+
+    def _keep_pool(self, key: Any, pool: WorkerPool) -> None:
+        if self._idle_pool is not None or not pool.alive():  # another iterator's are kept already
+            pool.close()
+        else:
+            self._idle_pool = (key, pool)
 
     def shuffle(self, buffer_size: int) -> TFRecordDataset:
         """Shuffle elements through a buffer of ``buffer_size`` (tf.data's algorithm, own Generator)."""
@@ -278,6 +307,8 @@ class DatasetIterator(Iterator[Any]):
         consumer = readers.with_process(0, 1)
         run = Run(seed, consumer)
         self._pool: WorkerPool | None = None
+        self._owner: TFRecordDataset | None = None
+        self._pool_key: Any = None
         self._pending: list[Any] = []
         self._position = 0
         self._stage: Stage | None = None
@@ -299,7 +330,12 @@ class DatasetIterator(Iterator[Any]):
                 front = (*front, DecodeOp())  # decode in the processes: nothing later needs records
             if raw_after(front + back)[-1] and not plan.decoder.raw:
                 back = (*back, DecodeOp())
-            self._pool = WorkerPool(_replace_ops(plan, front), run, workers, dataset.start_method)
+            front_plan = _replace_ops(plan, front)
+            self._pool_key = (front, consumer, workers, dataset.start_method)
+            self._owner = dataset if dataset._persistent_workers else None
+            kept = self._owner._take_pool(self._pool_key) if self._owner is not None else None
+            self._pool = kept or WorkerPool(front_plan, run, workers, dataset.start_method)
+            self._pool.seed = seed
             pool = self._pool
 
             def source(ctx: Context, epoch: tuple[int, ...], state: Any) -> Stage:
@@ -351,8 +387,11 @@ class DatasetIterator(Iterator[Any]):
             stage, self._stage = self._stage, None
             stage.close()
         if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+            pool, self._pool = self._pool, None
+            if self._owner is not None:  # persistent_workers: kept for the dataset's next iterator
+                self._owner._keep_pool(self._pool_key, pool)
+            else:
+                pool.close()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):

@@ -137,11 +137,11 @@ def worker_main(
                 if kind == "run":
                     if stage is not None:
                         stage.close()
-                    _, token, epoch, state = command
+                    _, token, epoch, state, seed = command
                     seq = received = 0
                     history = collections.OrderedDict({0: state})
                     try:
-                        stage = build(plan, run, epoch, state)
+                        stage = build(plan, Run(seed, run.consumer), epoch, state)
                     except BaseException as exc:
                         stage = None
                         outbox.put((("error", token, _payload(index, exc)), None))
@@ -247,6 +247,7 @@ class WorkerPool:
             _preload_in_fork_server(context)
         self.count = processes
         self.token = 0
+        self.seed = run.seed  # of the next run: a pool kept for later iterators serves their seeds
         self.processes: list[_Process] = []
         self.slots = SlotReader(new_pool_id())
         self._finalizer = weakref.finalize(self, _shutdown, self.processes, self.slots)
@@ -290,6 +291,10 @@ class WorkerPool:
         self.token += 1
         return _PoolStage(self, self.token, epoch, state)
 
+    def alive(self) -> bool:
+        """Whether every process still runs (a pool may then serve another iterator)."""
+        return bool(self._finalizer.alive) and all(p.process.is_alive() for p in self.processes)
+
     def close(self) -> None:
         self._finalizer()
 
@@ -311,7 +316,7 @@ class _PoolStage:
         self.finished = False
         for index, p in enumerate(pool.processes):
             if not self.done[index]:
-                p.send(("run", token, epoch, self.starts[index]))
+                p.send(("run", token, epoch, self.starts[index], pool.seed))
 
     def _message(self, index: int) -> tuple[Any, ...]:
         """The next message of process ``index`` for this run (stale ones from a cancelled run dropped)."""
