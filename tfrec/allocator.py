@@ -29,26 +29,33 @@ _TRIM_THRESHOLD = 64 << 20
 _MMAP_THRESHOLD = 32 << 20  # glibc's own upper bound for the dynamic threshold on 64-bit systems
 
 _lock = threading.Lock()
-_done = False
+_tuned: bool | None = None  # None: not tried yet in this process
 
 
-def keep_freed_memory() -> None:
-    """Raise glibc's trim and mmap thresholds once per process (nothing elsewhere, or when disabled)."""
-    global _done
-    if _done:
-        return
-    with _lock:
-        if _done:
-            return
-        _done = True
-        if os.environ.get(_ENV_VAR, "1") == "0" or not _glibc():
-            return
-        try:
-            mallopt = ctypes.CDLL(None).mallopt
-        except (OSError, AttributeError):
-            return
-        mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
-        mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+def keep_freed_memory() -> bool:
+    """Raise glibc's trim and mmap thresholds once per process (nothing elsewhere, or when disabled).
+
+    Returns whether they are raised: then buffers below 32 MiB come from the heap and are reused,
+    so reading in blocks of several MiB costs no more than in 1 MiB blocks.
+    """
+    global _tuned
+    if _tuned is None:
+        with _lock:
+            if _tuned is None:
+                _tuned = _tune()
+    return _tuned
+
+
+def _tune() -> bool:
+    if os.environ.get(_ENV_VAR, "1") == "0" or not _glibc():
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mmap = mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)  # 1 on success
+    trim = mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+    return bool(mmap and trim)
 
 
 def _glibc() -> bool:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import tfrec
 from tfrec.example.columns.column import record_spans
+from tfrec.allocator import keep_freed_memory
 from tfrec.record.batch import PAD, RecordBatch
 
 
@@ -176,3 +177,17 @@ def test_deserialize_batch_reads_a_record_batch(tmp_path: Path) -> None:
     out = features.deserialize_batch(batch)
     assert out["label"].tolist() == list(range(20))
     assert list(out["text"]) == [f"t{i}" for i in range(20)]
+
+
+def test_large_batches_are_read_in_blocks_of_a_few_batches(tmp_path: Path) -> None:
+    if not keep_freed_memory():
+        pytest.skip("blocks stay at 1 MiB where the allocator is not tuned")
+    rng = np.random.default_rng(2)
+    records = [rng.bytes(int(n)) for n in rng.integers(2500, 3500, 4000)]  # 12 MB
+    path = tmp_path / "x.tfrecord"
+    tfrec.write_records(path, records)
+    batches = list(tfrec.read_batches(path, 1000))
+    assert [r for b in batches for r in b] == records
+    assert [b.start_index for b in batches] == [0, 1000, 2000, 3000]
+    views = [b for b in batches if b.starts[0] != 0]  # not joined: spans of a block of several MiB
+    assert len(views) >= 2 and max(len(b.buffer) for b in views) > 4 * 2**20

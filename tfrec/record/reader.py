@@ -53,6 +53,9 @@ OnError = Literal["raise", "skip", "warn"]
 _MAX_READ = 1 << 24  # largest single read: a corrupt length never allocates more
 _WALK = 64  # frames walked in Python before looking for a run of equal headers
 _NO_ENDS = np.empty(0, np.int64)
+# batches() reads blocks this many batches long (1 MiB to _MAX_READ): a batch that spans two blocks
+# is joined, the others are views. Measured on 3.7 KB records: 8% less time than 1 MiB blocks.
+_BATCHES_PER_BLOCK = 4
 
 
 class _EndOfStream(Exception):
@@ -175,6 +178,7 @@ class RecordReader:
         self._stream: IO[bytes] | None = None
         self._end: int | None = None  # decompressed size when known (plain files)
         self._views = False  # hand out blocks as spans of them (batches()), not as records
+        self._block = salvage.BLOCK  # bytes read at once; batches() reads blocks of a few batches
         # Created here, not on first use, so that threads starting at once share one.
         self._generator = _LockedBatches(self._batches())
         self._chains: dict[int, Iterator[bytes]] = {}  # thread id -> that thread's iterator
@@ -346,7 +350,9 @@ class RecordReader:
         :class:`~tfrec.record.batch.RecordBatch`: one buffer that batched decoders read as it is.
 
         CRCs are checked as when iterating record by record, and :attr:`offset` / :attr:`index`
-        name the record after the last batch handed out. With ``on_error="skip"`` a batch may
+        name the record after the last batch handed out. A batch is a view of the block it was
+        read in (a few batches long), which stays in memory as long as the batch does; pickled, a
+        batch carries only its records. With ``on_error="skip"`` a batch may
         hold records from both sides of skipped damage; ``batch.start_index`` is its first record's.
 
         Example:
@@ -355,7 +361,7 @@ class RecordReader:
         """
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise TfrecError(f"batch size must be a positive int, not {size!r}")
-        keep_freed_memory()
+        large_blocks = keep_freed_memory()  # else every block above 1 MiB is a fresh mapping
         self._views = True
         try:
             while True:
@@ -376,7 +382,11 @@ class RecordReader:
                     raise
                 if not pieces:
                     return
-                yield self._batch_of(pieces, first_index)
+                batch = self._batch_of(pieces, first_index)
+                if large_blocks and len(batch) == size:  # blocks of a few batches: most are views
+                    span = int(batch.ends[-1] - batch.starts[0]) + frame.HEADER + frame.FOOTER
+                    self._block = min(_MAX_READ, max(salvage.BLOCK, _BATCHES_PER_BLOCK * span))
+                yield batch
         finally:
             self._views = False
 
@@ -462,7 +472,7 @@ class RecordReader:
                         )
                         self._report(error)
                     return
-                chunk = self._read(frame.HEADER if header_only else salvage.BLOCK, base + pos, index)
+                chunk = self._read(frame.HEADER if header_only else self._block, base + pos, index)
                 header_only = False
                 if not chunk:
                     eof = True
