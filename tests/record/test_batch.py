@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrec
-from tfrec.example.columns.column import record_spans
 from tfrec.allocator import keep_freed_memory
+from tfrec.example.columns.column import record_spans
 from tfrec.record.batch import PAD, RecordBatch
 
 
