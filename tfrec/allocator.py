@@ -12,6 +12,7 @@ glibc alone too.
 
 Example:
     >>> keep_freed_memory()  # idempotent; called by read_batches, datasets and reading processes
+    True
 """
 
 from __future__ import annotations
