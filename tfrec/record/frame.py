@@ -21,7 +21,7 @@ import numpy as np
 
 from ..cache import BoundedCache
 from ..errors import ChecksumError, TruncatedRecordError
-from .crc import mask_array, masked_crc, masked_crc_rows, unmask_array
+from .crc import masked_crc, masked_crc_rows, unmask_array
 
 __all__ = [
     "FOOTER",
@@ -97,7 +97,8 @@ def length_crcs(lengths: np.ndarray) -> np.ndarray:
 @functools.cache
 def _length_table() -> np.ndarray:
     """The masked length CRC of every length below LARGE, so that a block's are checked in one step."""
-    return mask_array(length_crcs(np.arange(LARGE, dtype=np.int64)))
+    table: np.ndarray = masked_crc_rows(np.arange(LARGE, dtype="<u8").view(np.uint8).reshape(-1, 8))
+    return table
 
 
 def length_crc(length: int) -> int:

@@ -13,7 +13,15 @@ Example:
 
 from __future__ import annotations
 
-from .column import Column, as_array, columns_from_features, concat_values, empty_values, record_lengths
+from .column import (
+    Column,
+    as_array,
+    columns_from_features,
+    concat_values,
+    empty_values,
+    is_span_batch,
+    record_lengths,
+)
 from .gather import gather_columns
 
 __all__ = [
@@ -23,5 +31,6 @@ __all__ = [
     "concat_values",
     "empty_values",
     "gather_columns",
+    "is_span_batch",
     "record_lengths",
 ]

@@ -29,6 +29,7 @@ __all__ = [
     "columns_from_features",
     "concat_values",
     "empty_values",
+    "is_span_batch",
     "record_lengths",
     "record_spans",
 ]
@@ -124,7 +125,7 @@ def as_array(values: np.ndarray | list[bytes]) -> np.ndarray:
 
 def record_lengths(records: Sequence[bytes]) -> np.ndarray:
     """The records' lengths, as int64."""
-    if _is_span_batch(records):
+    if is_span_batch(records):
         lengths: np.ndarray = records.ends - records.starts  # type: ignore[attr-defined]
         return lengths
     return np.fromiter(map(len, records), np.int64, len(records))
@@ -134,26 +135,23 @@ def record_spans(records: Sequence[bytes], pad: int) -> tuple[bytes, np.ndarray,
     """A buffer holding the records, with at least ``pad`` bytes after the last, and each record's
     ``(starts, ends)`` in it.
 
-    A batch that already is spans of one buffer (``tfrec.record.RecordBatch``: ``buffer``,
-    ``starts``, ``ends``) is used as it is when the buffer has the room; otherwise the records are
-    joined once, followed by ``pad`` zero bytes.
+    A batch that already is spans of one buffer (``tfrec.record.RecordBatch``) is used as it is
+    when the buffer has the room; otherwise its span of the buffer is copied once, with ``pad``
+    zero bytes after it. Other records are joined once.
     """
-    if _is_span_batch(records):
+    if is_span_batch(records):
         buffer: bytes = records.buffer  # type: ignore[attr-defined]
         starts: np.ndarray = records.starts  # type: ignore[attr-defined]
         ends: np.ndarray = records.ends  # type: ignore[attr-defined]
         if not ends.size or len(buffer) - int(ends[-1]) >= pad:
             return buffer, starts, ends
-        pieces: list[bytes | memoryview] = list(
-            map(memoryview(buffer).__getitem__, map(slice, starts.tolist(), ends.tolist()))
-        )
-        lengths = ends - starts
-    else:
-        pieces = list(records)
-        lengths = np.fromiter(map(len, pieces), np.int64, len(pieces))
+        first = int(starts[0])  # spans come in order: one copy from the first to the last
+        return b"".join([memoryview(buffer)[first : int(ends[-1])], bytes(pad)]), starts - first, ends - first
+    lengths = np.fromiter(map(len, records), np.int64, len(records))
     ends = np.cumsum(lengths)
-    return b"".join([*pieces, bytes(pad)]), ends - lengths, ends
+    return b"".join([*records, bytes(pad)]), ends - lengths, ends
 
 
-def _is_span_batch(records: Sequence[bytes]) -> bool:
+def is_span_batch(records: object) -> bool:
+    """Whether ``records`` are spans of one buffer (``buffer``, ``starts``, ``ends``: a RecordBatch)."""
     return hasattr(records, "buffer") and hasattr(records, "starts") and hasattr(records, "ends")

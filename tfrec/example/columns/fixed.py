@@ -26,7 +26,7 @@ import numpy as np
 from ...cache import BoundedCache
 from ...errors import WireError
 from .. import wire
-from .column import SHORT_BYTES, Column, empty_values, record_lengths, record_spans
+from .column import SHORT_BYTES, Column, empty_values, is_span_batch, record_lengths, record_spans
 from .template import template
 
 __all__ = ["fixed_columns"]
@@ -204,7 +204,7 @@ def _rows_source(
 
     A batch that is spans of one buffer is read in place; other records are joined once.
     """
-    if count == len(records) or hasattr(records, "starts"):
+    if count == len(records) or is_span_batch(records):
         buffer, starts, _ = record_spans(records, 0)
         return buffer, starts if count == len(records) else starts[candidates]
     joined = b"".join(compress(records, candidates.tolist()))

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DecodeError, SchemaError, WireError
+from ..columns import is_span_batch
 
 __all__ = ["as_records", "decode_error", "record_names"]
 
@@ -27,7 +28,7 @@ def as_records(serialized: Any) -> tuple[Sequence[bytes], bool]:
         raise SchemaError(
             f"Expected serialized to be a scalar or vector, got shape: {list(serialized.shape)}"
         )
-    if hasattr(serialized, "buffer") and hasattr(serialized, "starts"):
+    if is_span_batch(serialized):
         return serialized, False  # spans of one buffer (tfrec.RecordBatch): its records are bytes
     records = serialized if type(serialized) is list else list(serialized)
     if set(map(type, records)) - {bytes}:  # bytes already: no copy
