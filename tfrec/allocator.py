@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 
@@ -50,6 +49,8 @@ def keep_freed_memory() -> bool:
 def _tune() -> bool:
     if os.environ.get(_ENV_VAR, "1") == "0" or not _glibc():
         return False
+    import ctypes  # here, not at import: most programs that import tfrec never call this
+
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
