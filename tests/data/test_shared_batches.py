@@ -207,6 +207,17 @@ def test_a_killed_process_leaves_segments_that_the_pool_removes() -> None:
             shared_memory.SharedMemory(name)
 
 
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="lists POSIX shared memory where Linux does")
+def test_a_segment_created_but_never_sized_is_removed_too() -> None:
+    # A process killed between creating a segment and sizing it leaves an empty one, which cannot
+    # be mapped to be unlinked the usual way.
+    pool_id = new_pool_id()
+    path = os.path.join("/dev/shm", segment_name(pool_id, 0, 1))
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
+    assert unlink_segments(pool_id, 1, SLOTS) == 1
+    assert not os.path.exists(path)
+
+
 # Any byte order, but native datetimes: numpy pickles a non-native datetime array as a native one.
 DTYPES_STRATEGY = (
     hnp.boolean_dtypes()

@@ -335,9 +335,15 @@ def unlink_segments(pool: str, workers: int, slots: int) -> int:
     left = 0
     for worker in range(workers):
         for slot in range(slots):
+            name = segment_name(pool, worker, slot)
             try:
-                segment = shared_memory.SharedMemory(segment_name(pool, worker, slot))
+                segment = shared_memory.SharedMemory(name)
             except FileNotFoundError:
+                continue
+            except ValueError:  # created but not sized yet: its process was killed in between
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(_SHM_DIR, name))  # never mapped, so never tracked either
+                left += 1
                 continue
             segment.close()
             with contextlib.suppress(FileNotFoundError):
