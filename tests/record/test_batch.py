@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import pickle
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ import tfrec
 from tfrec.allocator import keep_freed_memory
 from tfrec.example.columns.column import record_spans
 from tfrec.record.batch import PAD, RecordBatch
+from tfrec.record.read_ahead import ReadAhead
 
 
 @settings(max_examples=50, deadline=None)
@@ -183,11 +186,91 @@ def test_large_batches_are_read_in_blocks_of_a_few_batches(tmp_path: Path) -> No
     if not keep_freed_memory():
         pytest.skip("blocks stay at 1 MiB where the allocator is not tuned")
     rng = np.random.default_rng(2)
-    records = [rng.bytes(int(n)) for n in rng.integers(2500, 3500, 4000)]  # 12 MB
+    records = [rng.bytes(int(n)) for n in rng.integers(2500, 3500, 12000)]  # 36 MB
     path = tmp_path / "x.tfrecord"
     tfrec.write_records(path, records)
     batches = list(tfrec.read_batches(path, 1000))
     assert [r for b in batches for r in b] == records
-    assert [b.start_index for b in batches] == [0, 1000, 2000, 3000]
-    views = [b for b in batches if b.starts[0] != 0]  # not joined: spans of a block of several MiB
-    assert len(views) >= 2 and max(len(b.buffer) for b in views) > 4 * 2**20
+    assert [b.start_index for b in batches] == list(range(0, 12000, 1000))
+    # Blocks grow from 1 MiB to four batches while reading gets going; then most batches are
+    # views (a join starts at 0, a view after a frame header) of blocks of several MiB.
+    views = [b for b in batches if b.starts[0] != 0]
+    assert len(views) > len(batches) // 2 and max(len(b.buffer) for b in views) > 8 * 2**20
+
+
+def _big_file(tmp_path: Path, compression: str | None = None) -> tuple[Path, list[bytes]]:
+    rng = np.random.default_rng(3)
+    records = [rng.bytes(int(n)) for n in rng.integers(2500, 3500, 4000)]  # 12 MB: several blocks
+    path = tmp_path / ("x.tfrecord.gz" if compression else "x.tfrecord")
+    tfrec.write_records(path, records, compression=compression)
+    return path, records
+
+
+def test_clean_blocks_are_checked_without_a_crc_call_per_record(tmp_path: Path) -> None:
+    path, records = _big_file(tmp_path)
+    reader = tfrec.RecordReader(path)
+    calls: list[int] = []
+    check = reader._crc
+    reader._crc = lambda data: calls.append(len(data)) or check(data)  # type: ignore[method-assign]
+    assert [r for b in reader.batches(1000) for r in b] == records
+    assert len(calls) < 10  # only records cut by a block boundary, each on its own
+
+
+@pytest.mark.parametrize("part", ["data", "crc"])
+def test_damage_in_a_block_read_ahead_names_its_record(tmp_path: Path, part: str) -> None:
+    path, records = _big_file(tmp_path)
+    damaged = 3210
+    offset = sum(len(r) + 16 for r in records[:damaged])
+    data = bytearray(path.read_bytes())
+    data[offset + 12 + (len(records[damaged]) if part == "crc" else 7)] ^= 0x10
+    path.write_bytes(bytes(data))
+    got: list[bytes] = []
+    with pytest.raises(tfrec.ChecksumError, match="data CRC mismatch") as caught:
+        for batch in tfrec.read_batches(path, 1000):
+            got.extend(batch)
+    assert (caught.value.index, caught.value.offset) == (damaged, offset)
+    assert got == records[:damaged]
+    kept = [r for b in tfrec.read_batches(path, 1000, on_error="skip") for r in b]
+    assert kept == records[:damaged] + records[damaged + 1 :]
+
+
+def test_damage_in_a_compressed_stream_read_ahead_ends_the_batches_after_whole_records(
+    tmp_path: Path,
+) -> None:
+    path, records = _big_file(tmp_path, "gzip")
+    data = bytearray(path.read_bytes())
+    data[len(data) * 3 // 4] ^= 0xFF  # random bytes barely compress: about record 3000
+    path.write_bytes(bytes(data))
+    got: list[bytes] = []
+    with pytest.raises(tfrec.RecordError) as caught:
+        for batch in tfrec.read_batches(path, 1000):
+            got.extend(batch)
+    assert got == records[: len(got)] and 2000 < len(got) <= caught.value.index
+
+
+class _Pipe(io.RawIOBase):
+    """A stream that cannot seek, as a pipe or a socket."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        return self._data.readinto(buffer)
+
+
+@pytest.mark.parametrize("seekable", [True, False])
+def test_only_streams_that_can_seek_are_read_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seekable: bool
+) -> None:
+    # Closing a reader waits for a read ahead: a pipe's could wait for data that never comes.
+    path, records = _big_file(tmp_path)
+    blocks: list[int] = []
+    real = ReadAhead.prefetch
+    monkeypatch.setattr(ReadAhead, "prefetch", lambda self, size: blocks.append(size) or real(self, size))
+    data = path.read_bytes()
+    stream = io.BytesIO(data) if seekable else io.BufferedReader(_Pipe(data))
+    assert [r for b in tfrec.read_batches(stream, 1000) for r in b] == records
+    assert bool(blocks) is seekable

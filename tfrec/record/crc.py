@@ -26,6 +26,7 @@ from ..errors import TfrecError
 
 __all__ = [
     "BACKENDS",
+    "BYTE_TABLE",
     "crc32c",
     "crc_backend",
     "crc_function",
@@ -40,7 +41,8 @@ BACKENDS = ("google-crc32c", "crcmod")
 _ENV_VAR = "TFREC_CRC_BACKEND"
 _MASK_DELTA = 0xA282EAD8
 
-CrcFunction = Callable[[bytes], int]
+# Both backends take bytes or a contiguous uint8 array (never a memoryview: google-crc32c refuses it).
+CrcFunction = Callable[[bytes | np.ndarray], int]
 
 
 def _google_crc32c() -> tuple[CrcFunction, str]:
@@ -109,8 +111,8 @@ def crc_backend() -> str:
     return _backend()[1]
 
 
-def crc32c(data: bytes) -> int:
-    """Plain (unmasked) CRC32C of ``data`` with the selected backend."""
+def crc32c(data: bytes | np.ndarray) -> int:
+    """Plain (unmasked) CRC32C of ``data`` (bytes or a contiguous uint8 array) with the selected backend."""
     return _backend()[0](data)
 
 
@@ -149,7 +151,7 @@ def _crc32c_table() -> np.ndarray:
     return table.astype(np.uint32)
 
 
-_TABLE = _crc32c_table()
+BYTE_TABLE = _crc32c_table()  # reflected CRC32C, a byte at a time
 
 
 def masked_crc_rows(rows: np.ndarray) -> np.ndarray:
@@ -160,5 +162,5 @@ def masked_crc_rows(rows: np.ndarray) -> np.ndarray:
     """
     crc = np.full(rows.shape[0], 0xFFFFFFFF, np.uint32)
     for column in range(rows.shape[1]):
-        crc = _TABLE[(crc ^ rows[:, column]) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+        crc = BYTE_TABLE[(crc ^ rows[:, column]) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
     return mask_array(crc ^ np.uint32(0xFFFFFFFF))

@@ -4,11 +4,13 @@ Small records are cut out of 1 MiB blocks and checked a block at a time: the
 length CRC depends only on the length, so it is looked up in a table; runs of
 equal headers are recognised with one numpy compare, and blocks of small frames
 of varying sizes are split with numpy too; one struct call builds all the
-records of a block; data CRCs take one C call per record and are compared in
-one vectorised step. :meth:`RecordReader.batches` hands out spans of the block
-instead of records (no copy per record). Large records are read straight into
-their own ``bytes`` object. Records before a damaged one are always handed out
-before the error is raised.
+records of a block. The data CRCs of a block are checked together with one CRC
+pass over it (:mod:`~tfrec.record.block_crc`); only a block that fails is checked
+record by record, to name the damaged one. :meth:`RecordReader.batches` hands out
+spans of the block instead of records (no copy per record), in blocks of a few
+batches that a thread reads, and takes the CRC of, while the block before is
+decoded. Large records are read straight into their own ``bytes`` object.
+Records before a damaged one are always handed out before the error is raised.
 
 Example:
     >>> for record in read_records("train.tfrecord.gz"):
@@ -41,10 +43,11 @@ from ..errors import (
     TfrecWarning,
     TruncatedRecordError,
 )
-from . import frame, salvage
+from . import block_crc, frame, salvage
 from .batch import RecordBatch
 from .compression import Compression, looks_like, open_decompressed, resolve_compression
-from .crc import crc_function, mask, mask_array
+from .crc import crc32c, crc_function, mask, mask_array
+from .read_ahead import ReadAhead
 
 __all__ = ["OnError", "RecordReader", "read_batches", "read_records"]
 
@@ -56,6 +59,7 @@ _NO_ENDS = np.empty(0, np.int64)
 # batches() reads blocks this many batches long (1 MiB to _MAX_READ): a batch that spans two blocks
 # is joined, the others are views. Measured on 3.7 KB records: 8% less time than 1 MiB blocks.
 _BATCHES_PER_BLOCK = 4
+_FIRST_BLOCK_GOAL = 4 * salvage.BLOCK  # blocks batches() reads before a whole batch is known
 
 
 class _EndOfStream(Exception):
@@ -176,9 +180,12 @@ class RecordReader:
         self._crc = crc_function()
         self._raw: IO[bytes] | None = None
         self._stream: IO[bytes] | None = None
+        self._ahead: ReadAhead | None = None  # reads self._stream, a block ahead in batches()
+        self._may_read_ahead = False
         self._end: int | None = None  # decompressed size when known (plain files)
         self._views = False  # hand out blocks as spans of them (batches()), not as records
         self._block = salvage.BLOCK  # bytes read at once; batches() reads blocks of a few batches
+        self._block_goal = salvage.BLOCK  # what batches() lets self._block grow to
         # Created here, not on first use, so that threads starting at once share one.
         self._generator = _LockedBatches(self._batches())
         self._chains: dict[int, Iterator[bytes]] = {}  # thread id -> that thread's iterator
@@ -229,6 +236,9 @@ class RecordReader:
             if start and self.compression is None:
                 self._seek_forward(self._raw, start)
         self._stream = open_decompressed(self._raw, self.compression)
+        self._ahead = ReadAhead(self._stream, crc32c if self.verify_checksums else None)
+        # Never read ahead of a pipe or socket: closing the reader would wait for data that may not come.
+        self._may_read_ahead = _seekable(self._raw)
         if start and self._end is None:  # not seekable to a decompressed offset: skip by reading
             skipped = 0
             while skipped < start:
@@ -268,10 +278,10 @@ class RecordReader:
         A damaged compressed stream is reported as a RecordError at that frame;
         when the caller skips damage, reading simply ends there.
         """
-        if self._stream is None:
+        if self._ahead is None:
             return b""
         try:
-            return self._stream.read(size)
+            return self._ahead.read(size)
         except (zlib.error, EOFError) as exc:
             error: RecordError
             if isinstance(exc, EOFError):
@@ -288,7 +298,7 @@ class RecordReader:
                     index=index,
                     offset=offset,
                 )
-            self._stream = None
+            self._ahead = None
             self._report(error)
             return b""
 
@@ -352,8 +362,10 @@ class RecordReader:
         CRCs are checked as when iterating record by record, and :attr:`offset` / :attr:`index`
         name the record after the last batch handed out. A batch is a view of the block it was
         read in (a few batches long), which stays in memory as long as the batch does; pickled, a
-        batch carries only its records. With ``on_error="skip"`` a batch may
-        hold records from both sides of skipped damage; ``batch.start_index`` is its first record's.
+        batch carries only its records. A file or other stream that can seek is read a block ahead
+        in a background thread (a pipe is not: closing the reader would wait for its data). With
+        ``on_error="skip"`` a batch may hold records from both sides of skipped damage;
+        ``batch.start_index`` is its first record's.
 
         Example:
             >>> for batch in tfrec.RecordReader("train.tfrecord").batches(1024):
@@ -362,6 +374,8 @@ class RecordReader:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise TfrecError(f"batch size must be a positive int, not {size!r}")
         large_blocks = keep_freed_memory()  # else every block above 1 MiB is a fresh mapping
+        if large_blocks:
+            self._block_goal = _FIRST_BLOCK_GOAL
         self._views = True
         try:
             while True:
@@ -385,7 +399,7 @@ class RecordReader:
                 batch = self._batch_of(pieces, first_index)
                 if large_blocks and len(batch) == size:  # blocks of a few batches: most are views
                     span = int(batch.ends[-1] - batch.starts[0]) + frame.HEADER + frame.FOOTER
-                    self._block = min(_MAX_READ, max(salvage.BLOCK, _BATCHES_PER_BLOCK * span))
+                    self._block_goal = min(_MAX_READ, max(salvage.BLOCK, _BATCHES_PER_BLOCK * span))
                 yield batch
         finally:
             self._views = False
@@ -473,6 +487,10 @@ class RecordReader:
                         self._report(error)
                     return
                 chunk = self._read(frame.HEADER if header_only else self._block, base + pos, index)
+                if self._views and not header_only and chunk:
+                    self._block = min(2 * self._block, self._block_goal)  # grows as decoding gets going
+                    if self._may_read_ahead and self._ahead is not None:
+                        self._ahead.prefetch(self._block)  # read on while this block is decoded
                 header_only = False
                 if not chunk:
                     eof = True
@@ -584,8 +602,12 @@ class RecordReader:
         if not self.verify_checksums:
             yield self._publish(rows(0, count), stream_ends, base + first, index)
             return
-        # Views are checked through short-lived slices: one allocation, reused, instead of a
-        # copy of every record kept alive (large blocks of small objects make the heap churn).
+        buf_crc = self._ahead.digest_of(buf) if self._ahead is not None else None
+        if count > 1 and block_crc.data_crcs_match(buf, first, ends, buf_crc):
+            yield self._publish(rows(0, count), stream_ends, base + first, index)
+            return
+        # Damage somewhere (or a record too long for the block check): record by record. Views
+        # are checked through short-lived slices, not copies of every record kept alive.
         pieces: Iterable[bytes] | None = records
         if pieces is None:
             pieces = map(buf.__getitem__, map(slice, data_starts.tolist(), data_ends.tolist()))
@@ -705,6 +727,9 @@ class RecordReader:
 
     def close(self) -> None:
         """Close the file if the reader opened it (idempotent)."""
+        if self._ahead is not None:
+            self._ahead.stop()
+            self._ahead = None
         if self._stream is not None and self._stream is not self._raw:
             self._stream.close()
         if self._raw is not None and self._raw is not self._source:
@@ -740,6 +765,13 @@ class RecordReader:
 
     def __repr__(self) -> str:
         return f"<RecordReader {self.path or '<stream>'} offset={self.offset} index={self.index}>"
+
+
+def _seekable(stream: IO[bytes]) -> bool:
+    try:
+        return bool(stream.seekable())
+    except (OSError, AttributeError, ValueError):
+        return False
 
 
 def read_records(

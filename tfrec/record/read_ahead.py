@@ -1,0 +1,94 @@
+"""A binary stream that reads its next block in a background thread (record layer).
+
+Reading a block (the kernel's copy, and inflating a compressed stream) and taking its CRC32C
+release the GIL, so they overlap the decoding of the block before it.
+
+Example:
+    >>> stream = ReadAhead(open("train.tfrecord", "rb"), digest=crc32c)
+    >>> block = stream.read(1 << 20)
+    >>> stream.prefetch(1 << 20)  # the next read(1 << 20) finds the block read, its CRC taken
+    >>> block = stream.read(1 << 20)
+    >>> stream.digest_of(block) == crc32c(block)
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import IO
+
+__all__ = ["ReadAhead"]
+
+
+class ReadAhead:
+    """Wrap ``stream`` so that :meth:`prefetch` reads on in a thread while the caller works.
+
+    Reads return what was read ahead first, in order, whatever sizes they ask for (like a
+    buffered stream, a read may return fewer bytes than asked; only ``b""`` means the end).
+    An error raised by the read ahead is raised by the read that reaches it. ``digest`` (e.g.
+    CRC32C) is taken of each block read ahead, in the thread. Not thread-safe: one reader at a
+    time, as the record reader's lock ensures.
+    """
+
+    def __init__(self, stream: IO[bytes], digest: Callable[[bytes], int] | None = None) -> None:
+        self._stream = stream
+        self._digest = digest
+        self._thread: threading.Thread | None = None
+        self._outcome: tuple[bytes, int | None] | BaseException = (b"", None)
+        self._left = b""  # read ahead, not yet returned from _taken on
+        self._left_digest: int | None = None
+        self._taken = 0
+        self._digested: tuple[bytes, int] | None = None  # the last block returned whole, digested
+
+    def prefetch(self, size: int) -> None:
+        """Start reading the next ``size`` bytes (after any still unread) in a background thread."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._read_ahead, args=(size,), daemon=True)
+            self._thread.start()
+
+    def _read_ahead(self, size: int) -> None:
+        try:
+            block = self._stream.read(size)
+            self._outcome = (block, None if self._digest is None else self._digest(block))
+        except BaseException as exc:  # raised again by the read that reaches it
+            self._outcome = exc
+
+    def _wait(self) -> tuple[bytes, int | None]:
+        """The block read ahead and its digest (``b""`` when no read is in progress)."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return b"", None
+        thread.join()
+        outcome, self._outcome = self._outcome, (b"", None)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def read(self, size: int) -> bytes:
+        """Up to ``size`` bytes: what was read ahead, else straight from the stream."""
+        if self._taken >= len(self._left):
+            (self._left, self._left_digest), self._taken = self._wait(), 0
+            if not self._left:
+                return self._stream.read(size)
+        left, taken = self._left, self._taken
+        if taken == 0 and size >= len(left):  # the whole block, as the caller usually asks
+            self._left = b""
+            if self._left_digest is not None:
+                self._digested = (left, self._left_digest)
+            return left
+        piece = left[taken : taken + size]
+        self._taken = taken + len(piece)
+        return piece
+
+    def digest_of(self, block: bytes) -> int | None:
+        """The digest of ``block`` if it is the last block read ahead and returned whole."""
+        digested = self._digested
+        return digested[1] if digested is not None and digested[0] is block else None
+
+    def stop(self) -> None:
+        """Wait for a read in progress and drop what it read: the stream may then be closed."""
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():  # (a GC run there)
+            thread.join()
+        self._left, self._outcome, self._digested = b"", (b"", None), None
