@@ -234,7 +234,7 @@ def test_damage_in_a_block_read_ahead_names_its_record(tmp_path: Path, part: str
     assert kept == records[:damaged] + records[damaged + 1 :]
 
 
-def test_damage_in_a_compressed_stream_read_ahead_ends_the_batches_after_whole_records(
+def test_damage_in_a_compressed_stream_ends_the_batches_after_whole_records(
     tmp_path: Path,
 ) -> None:
     path, records = _big_file(tmp_path, "gzip")
@@ -261,16 +261,16 @@ class _Pipe(io.RawIOBase):
         return self._data.readinto(buffer)
 
 
-@pytest.mark.parametrize("seekable", [True, False])
-def test_only_streams_that_can_seek_are_read_ahead(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seekable: bool
+@pytest.mark.parametrize(("seekable", "compression"), [(True, None), (False, None), (True, "gzip")])
+def test_only_uncompressed_streams_that_can_seek_are_read_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seekable: bool, compression: str | None
 ) -> None:
     # Closing a reader waits for a read ahead: a pipe's could wait for data that never comes.
-    path, records = _big_file(tmp_path)
+    path, records = _big_file(tmp_path, compression)
     blocks: list[int] = []
     real = ReadAhead.prefetch
     monkeypatch.setattr(ReadAhead, "prefetch", lambda self, size: blocks.append(size) or real(self, size))
     data = path.read_bytes()
     stream = io.BytesIO(data) if seekable else io.BufferedReader(_Pipe(data))
-    assert [r for b in tfrec.read_batches(stream, 1000) for r in b] == records
-    assert bool(blocks) is seekable
+    assert [r for b in tfrec.read_batches(stream, 1000, compression) for r in b] == records
+    assert bool(blocks) is (seekable and compression is None)

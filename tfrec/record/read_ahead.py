@@ -1,7 +1,7 @@
 """A binary stream that reads its next block in a background thread (record layer).
 
-Reading a block (the kernel's copy, and inflating a compressed stream) and taking its CRC32C
-release the GIL, so they overlap the decoding of the block before it.
+Reading a block of a file and taking its CRC32C release the GIL, so they overlap the decoding
+of the block before it (numpy releases the GIL often enough for the thread to get on).
 
 Example:
     >>> stream = ReadAhead(open("train.tfrecord", "rb"), digest=crc32c)
