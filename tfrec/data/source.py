@@ -29,6 +29,7 @@ from ..example import FixedLenFeature, RaggedArray, parse_example, parse_single_
 from ..features import FeaturesDict
 from .index import (
     INDEX_SUFFIX,
+    check_index_covers,
     check_uncompressed,
     frames_end,
     read_frame,
@@ -109,13 +110,8 @@ class RecordFileSource:
             offsets, lengths = scan_index(path, compression=None)
         else:
             offsets, lengths = read_index(index_path)
-            end, size = frames_end(offsets, lengths), os.path.getsize(path)
-            if end != size or (len(offsets) and offsets[0] != 0):
-                raise InvalidArgumentError(
-                    f"{index_path}: the index covers bytes {int(offsets[0]) if len(offsets) else 0} to {end} "
-                    f"but {path} has {size}: the index does not belong to this file (or is out of date); "
-                    f"rebuild it with tfrec.build_index({path!r})"
-                )
+            start = int(offsets[0]) if len(offsets) else 0
+            check_index_covers(index_path, path, start, frames_end(offsets, lengths), os.path.getsize(path))
             gap = np.flatnonzero(offsets[1:] != offsets[:-1] + lengths[:-1])
             if gap.size:
                 raise InvalidArgumentError(
