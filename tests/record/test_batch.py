@@ -213,7 +213,9 @@ def test_clean_blocks_are_checked_without_a_crc_call_per_record(tmp_path: Path) 
     check = reader._crc
     reader._crc = lambda data: calls.append(len(data)) or check(data)  # type: ignore[method-assign]
     assert [r for b in reader.batches(1000) for r in b] == records
-    assert len(calls) < 10  # only records cut by a block boundary, each on its own
+    # Only the first block (1 MiB, read before any read-ahead; records of 3 KB are checked one by
+    # one faster without the block's CRC) and the records cut by block boundaries.
+    assert len(calls) < len(records) // 8
 
 
 @pytest.mark.parametrize("part", ["data", "crc"])

@@ -33,6 +33,7 @@ __all__ = ["data_crcs_match"]
 _ONES = np.uint32(0xFFFFFFFF)
 _UNITS = np.uint32(1) << np.arange(32, dtype=np.uint32)  # the 32 one-bit register values
 _DIGITS = 4  # runs of zero bytes below 256**4 are moved over one byte of their count at a time
+_PER_RECORD_FRAME = 2048  # frames this long on average are checked faster one by one (no buf_crc)
 
 
 def _table_of(images: np.ndarray) -> np.ndarray:
@@ -113,28 +114,33 @@ def data_crcs_match(
     """Whether every frame from ``first`` to ``ends[-1]`` in ``buf`` has the data CRC it stores.
 
     ``buf_crc``, the CRC32C of all of ``buf`` when already known (computed as it was read), saves
-    the pass over the frames. The frames' length CRCs must be known good. ``None``: a record is of
-    64 KiB or more (checked on its own, its CRC call costs more than the rest).
+    the pass over the frames. The frames' length CRCs must be known good. ``None``: a check record
+    by record costs less, when a record is of 64 KiB or more, or when the frames are 2 KiB or more
+    on average and ``buf_crc`` is not known (then a CRC call per record costs less than the numpy
+    steps here; measured equal at 3.7 KB).
     """
-    u8 = np.frombuffer(buf, np.uint8)
     end = int(ends[-1])
-    if buf_crc is None:  # the frames alone, as the whole buffer
-        u8, ends, first, end = u8[first:end], ends - first, 0, end - first
-        buf_crc = crc32c(u8)
+    if buf_crc is None and end - first >= _PER_RECORD_FRAME * ends.size:
+        return None
+    u8 = np.frombuffer(buf, np.uint8)
     data_ends = ends - FOOTER
     lengths = np.diff(data_ends, prepend=first - FOOTER) - HEADER - FOOTER
     if int(lengths.max()) >= LARGE:
         return None
+    # Measured: the CRCs of pieces of buf whose shares add up to the frames' share.
+    if buf_crc is not None:  # all of buf, less what lies before and after the frames
+        pieces = [(buf_crc, 0, u8.size), (crc32c(u8[:first]), 0, first), (crc32c(u8[end:]), end, u8.size)]
+    else:
+        pieces = [(crc32c(u8[first:end]), first, end)]
+    # Predicted, per frame: the header's share, then the data's as its CRC says, then the stored CRC's.
     stored = u8[data_ends[:, None] + np.arange(4)].view("<u4").reshape(-1)
-    size = u8.size
-    head = crc32c(u8[:first]) if first else 0
-    tail = crc32c(u8[end:]) if end < size else 0
-    # Per frame: the header's share, then the data's as its CRC says, then the stored CRC's.
-    shares = np.empty(ends.size + 2, np.uint32)
-    shares[:-2] = _header_shares()[lengths] ^ unmask_array(stored) ^ stored ^ _ONES
-    shares[-2:] = (head ^ 0xFFFFFFFF, 0xFFFFFFFF)  # the bytes before; the all-ones start after them
-    zeros = np.empty(ends.size + 2, np.int64)
-    zeros[:-2] = size - data_ends
-    zeros[-2:] = (size - first, size - end)
-    predicted = int(np.bitwise_xor.reduce(_moved(shares, zeros)))
-    return predicted == buf_crc ^ tail
+    count = ends.size
+    shares = np.empty(count + 2 * len(pieces), np.uint32)
+    zeros = np.empty(shares.size, np.int64)
+    shares[:count] = _header_shares()[lengths] ^ unmask_array(stored) ^ stored ^ _ONES
+    zeros[:count] = u8.size - data_ends
+    # A piece's CRC, with the all-ones start and end undone: its register moved over what follows.
+    crcs, starts, stops = (np.array(column, np.int64) for column in zip(*pieces, strict=True))
+    shares[count::2], zeros[count::2] = crcs ^ 0xFFFFFFFF, u8.size - stops
+    shares[count + 1 :: 2], zeros[count + 1 :: 2] = 0xFFFFFFFF, u8.size - starts
+    return int(np.bitwise_xor.reduce(_moved(shares, zeros))) == 0
