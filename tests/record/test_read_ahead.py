@@ -44,6 +44,7 @@ def test_a_block_read_ahead_and_returned_whole_carries_its_digest() -> None:
     stream.prefetch(1024)
     part = stream.read(100)  # a block returned in pieces has no digest
     assert len(part) == 100 and stream.digest_of(part) is None
+    assert stream.digest_of(second) is None  # not kept (nor its block) once reading went on
 
 
 class _Failing(io.RawIOBase):

@@ -14,11 +14,26 @@ Example:
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from collections.abc import Callable
 from typing import IO
 
 __all__ = ["ReadAhead"]
+
+# Streams with a read in flight. A thread forked away mid-read would leave its file's lock held
+# for ever in the child: forking waits for those reads to end.
+_READING: weakref.WeakSet[ReadAhead] = weakref.WeakSet()
+
+
+def _finish_reads() -> None:
+    for stream in list(_READING):
+        stream.finish()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_finish_reads)
 
 
 class ReadAhead:
@@ -28,7 +43,9 @@ class ReadAhead:
     buffered stream, a read may return fewer bytes than asked; only ``b""`` means the end).
     An error raised by the read ahead is raised by the read that reaches it. ``digest`` (e.g.
     CRC32C) is taken of each block read ahead, in the thread. Not thread-safe: one reader at a
-    time, as the record reader's lock ensures.
+    time, as the record reader's lock ensures. The thread is not a daemon: at exit the interpreter
+    waits for its read (a daemon stopped inside a read leaves the file locked, and closing it
+    then aborts the interpreter), so only streams whose reads end may be read ahead.
     """
 
     def __init__(self, stream: IO[bytes], digest: Callable[[bytes], int] | None = None) -> None:
@@ -44,7 +61,8 @@ class ReadAhead:
     def prefetch(self, size: int) -> None:
         """Start reading the next ``size`` bytes (after any still unread) in a background thread."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._read_ahead, args=(size,), daemon=True)
+            self._thread = threading.Thread(target=self._read_ahead, args=(size,), name="tfrec-read-ahead")
+            _READING.add(self)
             self._thread.start()
 
     def _read_ahead(self, size: int) -> None:
@@ -53,6 +71,14 @@ class ReadAhead:
             self._outcome = (block, None if self._digest is None else self._digest(block))
         except BaseException as exc:  # raised again by the read that reaches it
             self._outcome = exc
+        finally:
+            _READING.discard(self)
+
+    def finish(self) -> None:
+        """Wait for the read in flight, if any, keeping what it reads."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
 
     def _wait(self) -> tuple[bytes, int | None]:
         """The block read ahead and its digest (``b""`` when no read is in progress)."""
@@ -70,6 +96,7 @@ class ReadAhead:
         if self._taken >= len(self._left):
             (self._left, self._left_digest), self._taken = self._wait(), 0
             if not self._left:
+                self._digested = None
                 return self._stream.read(size)
         left, taken = self._left, self._taken
         if taken == 0 and size >= len(left):  # the whole block, as the caller usually asks
@@ -79,6 +106,7 @@ class ReadAhead:
             return left
         piece = left[taken : taken + size]
         self._taken = taken + len(piece)
+        self._digested = None  # (kept only while its block is the one being decoded)
         return piece
 
     def digest_of(self, block: bytes) -> int | None:

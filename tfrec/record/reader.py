@@ -687,8 +687,11 @@ class RecordReader:
                 more += self._read_exact(need - len(more), at, base + pos, index)
             footer, after = footer + more[:need], more[need:]
         if len(data) < length or len(footer) < frame.FOOTER:
+            available = len(data) + len(footer)
+            if self._end is not None:  # what _read_exact would not read, as it could not complete the frame
+                available = self._end - (base + pos) - frame.HEADER
             self._publish((), _NO_ENDS, base + pos, index)
-            self._report(self._truncation_error(length, len(data) + len(footer), base + pos, index))
+            self._report(self._truncation_error(length, available, base + pos, index))
             raise _EndOfStream
         return data, footer[: frame.FOOTER], footer[frame.FOOTER :] + after
 
