@@ -10,7 +10,8 @@ and replaces a call and a slice per record.
 A block that fails the check holds at least one damaged record: the reader then checks the
 records one by one to name it. Damage within one record is caught exactly as by its own CRC (the
 map that moves its share on is invertible, so the share cannot vanish). Damage spread over
-several records could cancel out, with the chance of 2**-32 that one CRC has of missing damage.
+several records could cancel out, with a chance of about 2**-31 (CRC32C's polynomial has the
+factor x + 1, so shares of the same parity cancel twice as often as 2**-32).
 
 Example:
     >>> records = (b"a", b"bc")
