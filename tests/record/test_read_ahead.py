@@ -93,3 +93,14 @@ def test_stop_waits_for_the_read_in_progress_and_drops_it() -> None:
     stream.stop()
     assert slow.release.is_set()  # stop returned only once the read had finished
     assert stream.read(3) == b"bbb"  # the block read ahead ("aaa...") was dropped
+
+
+def test_with_no_thread_to_be_had_the_stream_is_read_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    stream = ReadAhead(io.BytesIO(b"abcdef"))
+    assert stream.read(2) == b"ab"
+    stream.prefetch(2)
+    assert stream.read(2) == b"cd" and stream.read(5) == b"ef"

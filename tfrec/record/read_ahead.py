@@ -61,9 +61,14 @@ class ReadAhead:
     def prefetch(self, size: int) -> None:
         """Start reading the next ``size`` bytes (after any still unread) in a background thread."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._read_ahead, args=(size,), name="tfrec-read-ahead")
+            thread = threading.Thread(target=self._read_ahead, args=(size,), name="tfrec-read-ahead")
             _READING.add(self)
-            self._thread.start()
+            try:
+                thread.start()
+            except RuntimeError:  # no thread to be had (a process limit): the next read reads itself
+                _READING.discard(self)
+                return
+            self._thread = thread
 
     def _read_ahead(self, size: int) -> None:
         try:
