@@ -106,8 +106,7 @@ class ReadAhead:
         left, taken = self._left, self._taken
         if taken == 0 and size >= len(left):  # the whole block, as the caller usually asks
             self._left = b""
-            if self._left_digest is not None:
-                self._digested = (left, self._left_digest)
+            self._digested = (left, self._left_digest) if self._left_digest is not None else None
             return left
         piece = left[taken : taken + size]
         self._taken = taken + len(piece)
