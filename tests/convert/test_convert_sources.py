@@ -287,6 +287,16 @@ def test_tfrecord_to_parquet_with_arrow_types(tmp_path: Path) -> None:
     assert table.column("v").to_pylist() == [None, [0.5], [0.5, 0.5]]
 
 
+def test_tfrecord_to_parquet_samples_every_input_for_its_columns(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    tfrec.write_records(tmp_path / "a.tfrecord", [tfrec.encode_example({"id": 0})])
+    tfrec.write_records(tmp_path / "b.tfrecord", [tfrec.encode_example({"id": 1, "score": 0.5})])
+    assert main(["convert", str(tmp_path / "*.tfrecord"), str(tmp_path / "p.parquet")]) == 0
+    table = pq.read_table(tmp_path / "p.parquet")
+    assert table.column("id").to_pylist() == [0, 1]
+    assert table.column("score").to_pylist() == [None, [0.5]]  # a key the first file lacks
+
+
 def test_tfrecord_reshard_with_gzip(tmp_path: Path) -> None:
     assert (
         main(

@@ -28,9 +28,8 @@ from ..convert import (
     write_samples,
 )
 from ..convert.types import parse_pairs
-from ..data import write_dataset
+from ..data import infer_features, write_dataset
 from ..errors import InvalidArgumentError, MissingFileError
-from ..features import infer_features
 from .reading import Damage, walk
 
 __all__ = ["FORMATS", "convert", "detect_format"]
@@ -155,7 +154,8 @@ def _from_tfrecord(source: str, out: str, args: argparse.Namespace) -> int:
         else:
             _atomic(out, lambda temp: _jsonl_file(rows, temp, features))
     elif lower.endswith((".parquet", ".pq")):
-        features = load_features(args.features) if args.features else infer_features(paths[0], sample=1000)
+        # Sampled from file after file: the first may lack keys that later files hold.
+        features = load_features(args.features) if args.features else infer_features(paths, sample=1000)
         _atomic(out, lambda temp: records_to_parquet(rows, temp, features))
     else:  # TFRecord -> TFRecord: re-shard and (re)compress, records as they are
         limit: dict[str, Any] = (
