@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,3 +48,12 @@ def write_examples(directory: Path, files: int, per_file: int) -> list[str]:
         tfrec.write_records(path, records)
         paths.append(str(path))
     return paths
+
+
+def stop_and_resume(ds: Any, cut: int) -> tuple[list[Any], dict[str, Any]]:
+    """What ``ds`` yields when stopped after ``cut`` items, its state pickled and resumed; and the state."""
+    it = iter(ds)
+    head = [next(it) for _ in range(cut)]
+    state = pickle.loads(pickle.dumps(it.state()))
+    it.close()
+    return head + list(ds.resume(state)), state
