@@ -32,7 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "integrations": BELOW_DATA | {"data"},
     "cli": BELOW_DATA | {"data", "convert"},
 }
-INTEGRATIONS = {"torch", "ray", "dask", "grain", "arrow"}  # tfrec.torch, tfrec.ray, ...: engine integrations
+INTEGRATIONS = {"integrations", "torch", "ray", "dask"}  # tfrec/integrations/ and its tfrec.torch, tfrec.ray, tfrec.dask names
 # Third-party packages a layer must never import.
 FORBIDDEN = {"record": {"google.protobuf"}, "features": {"google.protobuf"}}
 

@@ -18,7 +18,7 @@ import pytest
 
 import tfrec
 from tfrec.data import RecordFileSource
-from tfrec.data.tfds_dir import from_tfds_dir, write_tfds_dir
+from tfrec.data.tfds.directory import from_tfds_dir, write_tfds_dir
 from tfrec.features import ClassLabel, FeaturesDict, Tensor, Text
 
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # must be set before TF loads its C++ core

@@ -117,7 +117,7 @@ def test_build_index_reads_headers_not_payloads(tmp_path: Path, monkeypatch: pyt
     records = [bytes([i]) * (1 << 20) for i in range(3)]
     path = tmp_path / "big.tfrecord"
     tfrec.write_records(path, records)
-    import tfrec.data.index as index_module
+    import tfrec.data.index.format as index_module
 
     reads: list[tuple[int, int]] = []
     real = index_module._pread

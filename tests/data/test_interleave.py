@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrec
-from tfrec.data.interleave import InterleavedRecords, ReaderOptions
+from tfrec.data.pipeline.interleave import InterleavedRecords, ReaderOptions
 
 
 def reference_interleave(sizes: Sequence[int], cycle_length: int, block_length: int) -> list[bytes]:

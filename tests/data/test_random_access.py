@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrec
-import tfrec.data.source as source_module
+import tfrec.data.random_access.source as source_module
 from tfrec import FixedLenFeature, RaggedArray, SparseArray, VarLenFeature
 from tfrec.data import RecordFileSource, build_index, write_dataset
-from tfrec.data.tfds_dir import from_tfds_dir
+from tfrec.data.tfds.directory import from_tfds_dir
 from tfrec.errors import InvalidArgumentError, MissingFileError, OutOfRangeError
 from tfrec.features import ClassLabel, FeaturesDict, Tensor, Text
 

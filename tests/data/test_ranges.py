@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import tfrec
 from tfrec.data import TFRecordDataset
-from tfrec.data.index import IndexLines
-from tfrec.data.ranges import FileRange, RecordRanges, split_records
+from tfrec.data.index.format import IndexLines
+from tfrec.data.sharding.ranges import FileRange, RecordRanges, split_records
 from tfrec.errors import DatasetStateError, InvalidArgumentError, ShardingError
 
 
@@ -400,7 +400,7 @@ def test_index_lines_count_and_offsets(text: bytes, count: int, offsets: list[in
     assert lines.count == count
     assert [lines.offset(k) for k in range(count + 1)] == offsets
     if text:
-        parsed, lengths = tfrec.data.index.parse_index(text, "x.idx")
+        parsed, lengths = tfrec.data.index.format.parse_index(text, "x.idx")
         assert [*parsed.tolist(), int(parsed[-1] + lengths[-1])] == offsets
 
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tfrec
-from tfrec.data import shared_batches
-from tfrec.data.shared_batches import (
+from tfrec.data.parallel import slots as shared_batches
+from tfrec.data.parallel.slots import (
     OUT_OF_BAND,
     PREFIX,
     SlotReader,

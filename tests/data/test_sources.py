@@ -10,7 +10,7 @@ import pytest
 
 import tfrec
 from tfrec.data import expand_paths, open_binary
-from tfrec.data.sources import expand_braces
+from tfrec.data.paths import expand_braces
 from tfrec.errors import MissingFileError
 
 

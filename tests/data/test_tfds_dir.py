@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tfrec
-from tfrec.data.tfds_dir import TfdsSplit, from_tfds_dir, write_tfds_dir
+from tfrec.data.tfds.directory import TfdsSplit, from_tfds_dir, write_tfds_dir
 from tfrec.errors import InvalidArgumentError, MissingFileError
 from tfrec.features import ClassLabel, FeaturesDict, Tensor, Text
 

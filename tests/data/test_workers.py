@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import tfrec
 from tfrec.data import TFRecordDataset
-from tfrec.data.shared_batches import PREFIX
+from tfrec.data.parallel.slots import PREFIX
 from tfrec.errors import ShardingError, WorkerError
 
 SPEC = {"id": tfrec.FixedLenFeature([], tfrec.int64)}

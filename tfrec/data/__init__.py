@@ -12,13 +12,13 @@ Example:
 
 from __future__ import annotations
 
-from .dataset import DatasetIterator, TFRecordDataset
-from .index import build_index, read_index
+from .index.format import build_index, read_index
 from .infer import infer_features
-from .shards import ShardedWriter, ShardInfo, WriteSummary, shard_name, write_dataset
-from .source import RecordFileSource
-from .sources import expand_paths, open_binary
-from .tfds_dir import TfdsSplit, from_tfds_dir, write_tfds_dir
+from .paths import expand_paths, open_binary
+from .pipeline.dataset import DatasetIterator, TFRecordDataset
+from .random_access.source import RecordFileSource
+from .tfds.directory import TfdsSplit, from_tfds_dir, write_tfds_dir
+from .writing.shards import ShardedWriter, ShardInfo, WriteSummary, shard_name, write_dataset
 
 __all__ = [
     "DatasetIterator",

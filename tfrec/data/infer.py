@@ -22,8 +22,8 @@ from typing import Any
 
 from ..features import FeaturesDict
 from ..features.infer import RecordSurvey, check_records_source
-from .interleave import ReaderOptions
-from .sources import expand_paths
+from .paths import expand_paths
+from .pipeline.interleave import ReaderOptions
 
 __all__ = ["infer_features"]
 

@@ -31,10 +31,10 @@ from typing import IO, Any, cast
 
 import numpy as np
 
-from .data import open_binary
-from .data.sources import is_url
-from .errors import OptionalDependencyError, SchemaError, TfrecError
-from .example import (
+from ..data import open_binary
+from ..data.paths import is_url
+from ..errors import OptionalDependencyError, SchemaError, TfrecError
+from ..example import (
     FixedLenFeature,
     FixedLenSequenceFeature,
     RaggedArray,
@@ -43,9 +43,9 @@ from .example import (
     VarLenFeature,
     parse_example,
 )
-from .features import ClassLabel, FeatureConnector, FeaturesDict, Image, Tensor, Text, infer_features
-from .features import Sequence as SequenceFeature
-from .record import RecordBatch, RecordReader, resolve_compression
+from ..features import ClassLabel, FeatureConnector, FeaturesDict, Image, Tensor, Text, infer_features
+from ..features import Sequence as SequenceFeature
+from ..record import RecordBatch, RecordReader, resolve_compression
 
 try:
     import pyarrow as pa

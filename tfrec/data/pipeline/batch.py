@@ -1,68 +1,90 @@
-"""Turning records into values, and values into batches (data layer).
+"""The batch step: records decoded as one batch, values collated by stacking, padding on request (data layer).
 
-A :class:`Decoder` decodes either one record or a whole batch of records at
-once (the fast path: one call into the batched parser per batch). Batches of
-values that were already decoded (after ``map``) are collated by stacking;
-variable-length values are padded on request.
+Records still raw reach :class:`BatchOp`'s stage and are decoded in one call to
+the batched parser; values already decoded (after ``map``) are collated by
+stacking; variable-length values are padded when ``pad`` asks for it.
 
 Example:
-    >>> decoder = Decoder(features=None, spec={"label": FixedLenFeature([], int64)})
-    >>> decoder.decode_batch([record0, record1])["label"]
-    array([3, 7])
+    >>> collate([{"x": np.ones(2)}, {"x": np.zeros(2)}])["x"].shape
+    (2, 2)
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..errors import SchemaError, TfrecError
-from ..example import RaggedArray, SparseArray, parse_example, parse_single_example
-from ..features import FeaturesDict
+from ...errors import TfrecError
+from ...example import RaggedArray, SparseArray
+from .decode import Decoder
+from .stage import Context, Op, Stage, Upstream, up_state
 
-__all__ = ["Decoder", "collate", "pad_batch"]
+
+@dataclass(frozen=True)
+class BatchOp(Op):
+    size: int
+    drop_remainder: bool = False
+    pad: Any = False
+    decodes = True
+
+    def stage(
+        self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
+    ) -> Stage:
+        decoder = ctx.plan.decoder if ctx.raw_inputs[position] else None
+        return _BatchStage(self, upstream(epoch, up_state(state)), decoder, state)
+
+    def describe(self) -> str:
+        return f"batch({self.size}, drop_remainder={self.drop_remainder}, pad={self.pad!r})"
 
 
-class Decoder:
-    """Decodes records with a FeaturesDict, a tf.io-style parse spec, or not at all (raw bytes).
+class _BatchStage:
+    def __init__(self, op: BatchOp, up: Stage, decoder: Decoder | None, state: Any) -> None:
+        self.op, self.up, self.decoder = op, up, decoder
+        self.pending: list[Any] = list(state["pending"]) if state is not None else []
+        self.done = bool(state["done"]) if state is not None else False
 
-    Picklable: worker processes receive a copy.
-    """
+    def pull(self) -> list[Any]:
+        size = self.op.size
+        while len(self.pending) < size and not self.done:
+            try:
+                self.pending += self.up.pull()
+            except StopIteration:
+                self.done = True
+        if not self.pending or (len(self.pending) < size and self.op.drop_remainder):
+            self.pending = []
+            raise StopIteration
+        items, self.pending = self.pending[:size], self.pending[size:]
+        return [self._batch(items)]
 
-    def __init__(self, features: FeaturesDict | Mapping[str, Any] | None, spec: Mapping[str, Any] | None):
-        if features is not None and spec is not None:
-            raise SchemaError("pass features= or spec=, not both")
-        if features is not None and not isinstance(features, FeaturesDict):
-            features = FeaturesDict(dict(features))
-        self.features = features
-        self.spec = dict(spec) if spec is not None else None
-        if self.spec is not None and not self.spec:
-            raise SchemaError("spec= must name at least one feature")
+    def _batch(self, items: list[Any]) -> Any:
+        pad = self.op.pad
+        if self.decoder is not None:
+            batch = self.decoder.decode_batch(items)
+            return pad_batch(batch, pad) if pad is not False else batch
+        if items and isinstance(items[0], (bytes, bytearray)):
+            return list(items)  # raw records without a decoder: a list of bytes
+        return collate(items, pad)
 
-    @property
-    def raw(self) -> bool:
-        """True when records stay bytes."""
-        return self.features is None and self.spec is None
+    def state(self) -> Any:
+        return {
+            "up": self.up.state() if not self.done else None,
+            "pending": list(self.pending),
+            "done": self.done,
+        }
 
-    def decode_one(self, record: bytes) -> Any:
-        if self.features is not None:
-            return self.features.deserialize_example(record)
-        if self.spec is not None:
-            return parse_single_example(record, self.spec)
-        return record
+    def close(self) -> None:
+        self.up.close()
 
-    def decode_batch(self, records: Sequence[bytes]) -> Any:
-        if self.features is not None:
-            return self.features.deserialize_batch(records)
-        if self.spec is not None:
-            return parse_example(records, self.spec)  # a list or a RecordBatch, as it is
-        return list(records)
 
-    def __repr__(self) -> str:
-        kind = "features" if self.features is not None else "spec" if self.spec is not None else "raw"
-        return f"Decoder({kind})"
+def pad_ok(pad: Any) -> Any:
+    if pad is None:
+        return False
+    if isinstance(pad, Mapping):
+        return dict(pad)
+    return pad
 
 
 def _pad_value(pad: Any, path: tuple[str, ...]) -> Any:

@@ -24,10 +24,10 @@ from typing import Any, SupportsIndex
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, MissingFileError, OutOfRangeError, RecordError
-from ..example import FixedLenFeature, RaggedArray, parse_example, parse_single_example
-from ..features import FeaturesDict
-from .index import (
+from ...errors import InvalidArgumentError, MissingFileError, OutOfRangeError, RecordError
+from ...example import FixedLenFeature, RaggedArray, parse_example, parse_single_example
+from ...features import FeaturesDict
+from ..index.format import (
     INDEX_SUFFIX,
     check_index_covers,
     check_uncompressed,
@@ -37,7 +37,7 @@ from .index import (
     read_index,
     scan_index,
 )
-from .sources import expand_paths
+from ..paths import expand_paths
 
 __all__ = ["RecordFileSource"]
 

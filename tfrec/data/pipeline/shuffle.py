@@ -1,4 +1,4 @@
-"""A shuffle buffer with its own random generator (data layer).
+"""Shuffling: the shuffle step and its buffer, and each epoch's file order (data layer).
 
 The algorithm is tf.data's: the buffer first fills up to ``buffer_size``; then
 every new element takes the place of a uniformly drawn one, which is handed
@@ -17,11 +17,79 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ShuffleBuffer", "generator_from_state"]
+from .stage import Context, Op, Plan, Run, Stage, Upstream, up_state
+
+# Tags that keep the random streams of different purposes apart.
+FILES_TAG = 1
+
+
+SHUFFLE_TAG = 2
+
+
+def epoch_files(plan: Plan, run: Run, epoch: tuple[int, ...]) -> list[str]:
+    """This consumer's files for ``epoch``, in reading order (shuffled per epoch if asked)."""
+    files = run.consumer.files(plan.files)
+    if plan.shuffle_files:
+        order = run.generator(FILES_TAG, 0, epoch).permutation(len(files)).tolist()
+        files = [files[i] for i in order]
+    return files
+
+
+@dataclass(frozen=True)
+class ShuffleOp(Op):
+    buffer_size: int
+
+    def stage(
+        self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
+    ) -> Stage:
+        return _ShuffleStage(
+            self, upstream(epoch, up_state(state)), ctx.run.generator(SHUFFLE_TAG, position, epoch), state
+        )
+
+    def describe(self) -> str:
+        return f"shuffle({self.buffer_size})"
+
+
+class _ShuffleStage:
+    def __init__(self, op: ShuffleOp, up: Stage, rng: np.random.Generator, state: Any) -> None:
+        self.up = up
+        self.done = False
+        if state is None:
+            self.buffer = ShuffleBuffer(op.buffer_size, rng)
+        else:
+            self.buffer = ShuffleBuffer(op.buffer_size, generator_from_state(state["rng"]), state["items"])
+            self.done = state["done"]
+
+    def pull(self) -> list[Any]:
+        while not self.done:
+            try:
+                new = self.up.pull()
+            except StopIteration:
+                self.done = True
+                break
+            out = self.buffer.push(new)
+            if out:
+                return out
+        out = self.buffer.drain()
+        if not out:
+            raise StopIteration
+        return out
+
+    def state(self) -> Any:
+        return {
+            "up": self.up.state() if not self.done else None,
+            "rng": self.buffer.rng.bit_generator.state,
+            "items": list(self.buffer.items),
+            "done": self.done,
+        }
+
+    def close(self) -> None:
+        self.up.close()
 
 
 def generator_from_state(state: Mapping[str, Any]) -> np.random.Generator:

@@ -1,14 +1,14 @@
-"""Reading processes: each runs the front of the pipeline over its own files (data layer).
+"""Reading processes, the consumer's side: starting them, credits, taking their pulls (data layer).
 
 With ``num_workers=N`` the ops up to the first ``take``/``skip``/``repeat``
 (usually shuffle, map and batch: reading, decompression, CRC checks and
 batched parsing) run in N processes, each over a disjoint share of the files
 (:mod:`tfrec.data.sharding`). Each process hands back whole pulls (a batch
 each after ``batch``): their large arrays through shared-memory slots, the
-rest pickled over a pipe (:mod:`tfrec.data.shared_batches`). The consumer
+rest pickled over a pipe (:mod:`tfrec.data.parallel.slots`). The consumer
 takes them round-robin, worker 0, 1, ..., skipping workers that are done: the
 order depends only on the seed and N, never on timing. A process may be
-:data:`AHEAD` pulls ahead of the consumer (credit-based flow control), one
+:data:`~tfrec.data.parallel.worker.PULLS_AHEAD` pulls ahead of the consumer (credit-based flow control), one
 slot per pull in flight.
 
 Every process keeps the pipeline state after each pull it has sent, back to
@@ -37,57 +37,25 @@ Example:
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import multiprocessing
 import os
 import pickle
-import queue
 import signal
 import threading
-import traceback
 import weakref
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..allocator import keep_freed_memory
-from ..errors import DatasetStateError, TfrecError, WorkerError
-from .shared_batches import SlotReader, SlotWriter, new_pool_id, unlink_segments
-from .stages import Context, Plan, Run, Stage, build
+from ...errors import DatasetStateError, TfrecError, WorkerError
+from ..pipeline.stage import Context, Plan, Run, Stage
+from .slots import SlotReader, new_pool_id, unlink_segments
+from .worker import AHEAD, POLL, worker_main
 
-__all__ = ["WorkerPool"]
-
-AHEAD = 3  # pulls a process may be ahead of what the consumer has received (= its slots)
-POLL = 0.05  # seconds between checks for commands / liveness
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-_preloaded = False  # whether this module is among the fork server's preloaded modules yet
 
 
-def _payload(index: int, exc: BaseException) -> BaseException:
-    """The worker's error as it can travel back."""
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:
-        details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return WorkerError(
-            f"reading process {index}: {type(exc).__name__}: {exc}", worker=index, details=details
-        )
-
-
-def _send_loop(outbox: queue.Queue[Any], data: Connection) -> None:
-    """Sends the process's messages (a thread: the process stays free to answer while a send blocks)."""
-    while True:
-        message = outbox.get()
-        if message is None:
-            return
-        head, inband = message
-        try:
-            data.send_bytes(pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL))
-            if inband is not None:
-                data.send_bytes(inband)
-        except (OSError, ValueError):  # the consumer has gone
-            return
+_preloaded = False  # whether the worker module is among the fork server's preloaded modules yet
 
 
 def _preload_in_fork_server(context: Any) -> None:
@@ -100,105 +68,9 @@ def _preload_in_fork_server(context: Any) -> None:
     # multiprocessing has no getter for the list; its default is ["__main__"].
     server = getattr(multiprocessing.forkserver, "_forkserver", None)
     modules = list(getattr(server, "_preload_modules", None) or ["__main__"])
-    if __name__ not in modules:
-        context.set_forkserver_preload([*modules, __name__])
+    if worker_main.__module__ not in modules:
+        context.set_forkserver_preload([*modules, worker_main.__module__])
     _preloaded = True
-
-
-def worker_main(
-    index: int,
-    plan: Plan,
-    run: Run,
-    pool: str,
-    environ: dict[str, str],
-    commands: Connection,
-    data: Connection,
-) -> None:
-    """The body of reading process ``index``: runs the pipeline when told, sends what it pulls."""
-    keep_freed_memory()
-    if os.environ != environ:  # forked by a fork server started earlier: the consumer's environment now
-        os.environ.clear()
-        os.environ.update(environ)
-    outbox: queue.Queue[Any] = queue.Queue()  # bounded by the credits (AHEAD)
-    slots = SlotWriter(pool, index, AHEAD)
-    sender = threading.Thread(target=_send_loop, args=(outbox, data), daemon=True)
-    sender.start()
-    stage: Stage | None = None
-    token = -1
-    seq = 0
-    received = 0  # the last pull the consumer has received: credit-based flow control
-    history: collections.OrderedDict[int, Any] = collections.OrderedDict()
-    try:
-        while True:
-            busy = stage is not None and seq - received < AHEAD
-            if commands.poll(0 if busy else POLL):
-                command = commands.recv()
-                kind = command[0]
-                if kind == "run":
-                    if stage is not None:
-                        stage.close()
-                    _, token, epoch, state, seed = command
-                    seq = received = 0
-                    history = collections.OrderedDict({0: state})
-                    try:
-                        stage = build(plan, Run(seed, run.consumer), epoch, state)
-                    except BaseException as exc:
-                        stage = None
-                        outbox.put((("error", token, _payload(index, exc)), None))
-                elif kind == "received":
-                    if command[1] == token:
-                        received = max(received, command[2])
-                        # The consumer asks only for the state after the last pull it received (it
-                        # credits a pull as it takes it): older states hold records for nothing.
-                        while history and next(iter(history)) < received:
-                            history.popitem(last=False)
-                elif kind == "state":
-                    _, asked_token, asked = command
-                    found = asked_token == token and asked in history
-                    commands.send(("state", found, history.get(asked) if found else None))
-                elif kind == "cancel":
-                    if stage is not None:
-                        stage.close()
-                        stage = None
-                    with outbox.mutex:
-                        outbox.queue.clear()
-                        outbox.not_full.notify_all()
-                elif kind == "stop":
-                    return
-                continue
-            if not busy or stage is None:
-                continue
-            try:
-                items = stage.pull()
-            except StopIteration:
-                stage.close()
-                stage = None
-                outbox.put((("end", token), None))
-                continue
-            except BaseException as exc:
-                stage.close()
-                stage = None
-                outbox.put((("error", token, _payload(index, exc)), None))
-                continue
-            seq += 1
-            history[seq] = stage.state()
-            try:
-                # Pull seq takes slot (seq - 1) % AHEAD: the consumer is done with pull seq - AHEAD.
-                header, inband = slots.pack(items, (seq - 1) % AHEAD)
-            except Exception as exc:  # a map() result that does not pickle, say
-                stage.close()
-                stage = None
-                outbox.put((("error", token, _payload(index, exc)), None))
-                continue
-            outbox.put((("chunk", token, seq, header), inband))
-    except (EOFError, OSError, KeyboardInterrupt):
-        return  # the consumer has gone
-    finally:
-        if stage is not None:
-            stage.close()
-        slots.close()
-        with contextlib.suppress(queue.Full):
-            outbox.put_nowait(None)
 
 
 class _Process:

@@ -7,7 +7,7 @@ split the dataset in one of two ways:
 - by files: consumer ``c`` of ``C`` reads the files ``files[c::C]`` of the
   file list. Fewer files than consumers is an error, never a silent duplicate
   or an empty consumer.
-- by records, when every file has an index (:mod:`tfrec.data.ranges`): the
+- by records, when every file has an index (:mod:`tfrec.data.sharding.ranges`): the
   records of all files are cut into ``C`` contiguous ranges that differ by at
   most one record; a range may start in the middle of a file.
 
@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import InvalidArgumentError, ShardingError
+from ...errors import InvalidArgumentError, ShardingError
 from .ranges import RecordRanges, locate_indexes, split_records
 
 __all__ = [
@@ -98,7 +98,7 @@ class Consumer:
         """This consumer's share of ``files`` (the full list every consumer sees alike).
 
         With :attr:`ranges`, the share is this consumer's record ranges
-        (:class:`~tfrec.data.ranges.FileRange`, each a path with a range).
+        (:class:`~tfrec.data.sharding.ranges.FileRange`, each a path with a range).
 
         Raises:
             ShardingError: fewer files than consumers (and no record ranges).

@@ -23,9 +23,9 @@ from typing import IO
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, MissingFileError, RecordError
-from ..record import frame, resolve_compression
-from ..record.crc import crc_function, mask, mask_array
+from ...errors import InvalidArgumentError, MissingFileError, RecordError
+from ...record import frame, resolve_compression
+from ...record.crc import crc_function, mask, mask_array
 
 __all__ = [
     "INDEX_SUFFIX",

@@ -21,9 +21,9 @@ import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from ..errors import InvalidArgumentError, MissingFileError
-from ..features import FeaturesDict
-from .shards import WriteSummary, shard_x_of_y, write_dataset
+from ...errors import InvalidArgumentError, MissingFileError
+from ...features import FeaturesDict
+from ..writing.shards import WriteSummary, shard_x_of_y, write_dataset
 
 __all__ = ["DATASET_INFO_FILE", "TfdsSplit", "from_tfds_dir", "write_tfds_dir"]
 

@@ -6,7 +6,7 @@ moves on; the next file opens in that slot when its turn comes back - the
 order tf.data produces. Records are read a few hundred at a time per file and
 whole rounds are interleaved with list slicing, so no Python runs per record.
 
-A file may be a :class:`~tfrec.data.ranges.FileRange` (a path with a range of
+A file may be a :class:`~tfrec.data.sharding.ranges.FileRange` (a path with a range of
 its records, when records are split among readers): its reader starts at the
 range's first record and stops at its end.
 
@@ -26,11 +26,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..errors import TfrecError
-from ..record import RecordReader, resolve_compression
-from .index import FRAMING
-from .ranges import FileRange
-from .sources import local_path, open_binary
+from ...errors import TfrecError
+from ...record import RecordReader, resolve_compression
+from ..index.format import FRAMING
+from ..paths import local_path, open_binary
+from ..sharding.ranges import FileRange
 
 __all__ = ["InterleavedRecords", "ReaderOptions"]
 

@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EncodeError, InvalidArgumentError, OptionalDependencyError, TfrecError
-from ..features import FeaturesDict
-from ..record import RecordWriter, resolve_compression
-from .index import FRAMING, INDEX_SUFFIX, write_index
+from ...errors import EncodeError, InvalidArgumentError, OptionalDependencyError, TfrecError
+from ...features import FeaturesDict
+from ...record import RecordWriter, resolve_compression
+from ..index.format import FRAMING, INDEX_SUFFIX, write_index
 
 __all__ = ["ShardInfo", "ShardedWriter", "WriteSummary", "shard_name", "shard_x_of_y", "write_dataset"]
 

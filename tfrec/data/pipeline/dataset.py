@@ -24,34 +24,22 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..allocator import keep_freed_memory
-from ..errors import DatasetStateError, InvalidArgumentError, TfrecError
-from ..features import FeaturesDict
+from ...allocator import keep_freed_memory
+from ...errors import DatasetStateError, InvalidArgumentError, TfrecError
+from ...features import FeaturesDict
+from ..parallel.pool import WorkerPool
+from ..paths import expand_paths
+from ..sharding.consumers import Consumer, check_shard_by, detect_consumer, split_among
+from .assemble import build
+from .batch import BatchOp, pad_ok
 from .decode import Decoder
+from .elements import DecodeOp, FilterOp, MapOp
 from .interleave import ReaderOptions
-from .sharding import Consumer, check_shard_by, detect_consumer, split_among
-from .sources import expand_paths
-from .stages import (
-    BatchOp,
-    Context,
-    DecodeOp,
-    FilterOp,
-    MapOp,
-    Op,
-    Plan,
-    PrefetchOp,
-    RepeatOp,
-    Run,
-    ShuffleOp,
-    SkipOp,
-    Stage,
-    TakeOp,
-    build,
-    check_positive,
-    pad_ok,
-    raw_after,
-)
-from .workers import WorkerPool
+from .prefetch import PrefetchOp
+from .repeat import RepeatOp
+from .shuffle import ShuffleOp
+from .stage import Context, Op, Plan, Run, Stage, check_positive, raw_after
+from .take import SkipOp, TakeOp
 
 __all__ = ["DatasetIterator", "TFRecordDataset"]
 

@@ -1,6 +1,6 @@
 """Record ranges: the records of indexed files cut into near-equal shares, one per reader (data layer).
 
-When every file has an index (``{file}.idx``, see :mod:`tfrec.data.index`),
+When every file has an index (``{file}.idx``, see :mod:`tfrec.data.index.format`),
 readers need not take whole files: the records of all files, one after the
 other, are cut into ``count`` contiguous shares whose sizes differ by at most
 one record, and each share into per-file pieces. A piece is a
@@ -34,10 +34,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidArgumentError, ShardingError
-from ..record import resolve_compression
-from .index import INDEX_SUFFIX, IndexLines, check_index_covers
-from .sources import file_size, is_file, read_bytes
+from ...errors import InvalidArgumentError, ShardingError
+from ...record import resolve_compression
+from ..index.format import INDEX_SUFFIX, IndexLines, check_index_covers
+from ..paths import file_size, is_file, read_bytes
 
 __all__ = ["FileRange", "RecordRanges", "locate_indexes", "split_records"]
 

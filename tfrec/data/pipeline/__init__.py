@@ -1,0 +1,10 @@
+"""The reading pipeline: a dataset, the plan that assembles it, and one module per step (data layer).
+
+``dataset`` is the public face; ``stage`` the vocabulary (ops, stages, the
+plan); ``assemble`` builds a running pipeline; ``interleave`` reads the files;
+``shuffle``, ``elements`` (map, filter), ``batch``, ``take``, ``repeat`` and
+``prefetch`` are the steps; ``decode`` turns records into values.
+
+Example:
+    >>> ds = tfrec.data.TFRecordDataset("train-*.tfrecord", features=features).shuffle(10_000).batch(1024)
+"""

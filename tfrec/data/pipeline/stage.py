@@ -1,0 +1,111 @@
+"""The vocabulary of a dataset pipeline: ops, their running stages, the plan (data layer).
+
+A dataset is a source of records followed by *ops* (frozen dataclasses, so
+picklable: DataLoader workers and reading processes receive copies). Running
+it builds one *stage* per op; every stage hands out elements a list at a time
+(``pull()``, ``StopIteration`` at the end) and can say where it stands
+(``state()``: plain data, copied, so that it stays valid while the pipeline
+moves on). A stage built with a saved state continues exactly from there.
+
+Elements stay raw record bytes until an op needs values: ``map``/``filter``
+decode one record at a time, ``batch`` decodes the whole batch in one call to
+the batched parser, and records still raw at the end are decoded one by one.
+
+Example:
+    >>> plan = Plan(files=("a.tfrecord",), options=ReaderOptions(), ops=(BatchOp(32),))
+    >>> stage = build(plan, Run(seed=0), epoch=(0,))
+    >>> stage.pull()   # [first batch]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ...errors import TfrecError
+from ..sharding.consumers import Consumer
+from .decode import Decoder
+from .interleave import ReaderOptions
+
+
+class Stage(Protocol):
+    def pull(self) -> list[Any]: ...
+    def state(self) -> Any: ...
+    def close(self) -> None: ...
+
+
+# Builds the stage below an op for an epoch, from a saved state (or None).
+Upstream = Callable[[tuple[int, ...], Any], Stage]
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one running copy of a pipeline is: its seed and its place among consumers."""
+
+    seed: int
+    consumer: Consumer = field(default_factory=Consumer)
+
+    def generator(self, tag: int, position: int, epoch: tuple[int, ...]) -> np.random.Generator:
+        entropy = [self.seed, tag, position, self.consumer.index, *epoch]
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
+
+
+class Op:
+    """One step of a pipeline; ``stage`` builds its running form."""
+
+    decodes = False  # whether the op needs values (decodes raw records first)
+
+    def stage(
+        self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
+    ) -> Stage:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything needed to run a pipeline in any process (picklable)."""
+
+    files: tuple[str, ...]
+    options: ReaderOptions = field(default_factory=ReaderOptions)
+    ops: tuple[Op, ...] = ()
+    decoder: Decoder = field(default_factory=lambda: Decoder(None, None), compare=False)
+    cycle_length: int = 1
+    block_length: int = 1
+    shuffle_files: bool = False
+
+
+@dataclass
+class Context:
+    """A plan being run: what each op's stage needs to know besides its upstream."""
+
+    plan: Plan
+    run: Run
+    raw_inputs: list[bool]  # per op: whether its input elements are still raw records
+
+
+def raw_after(ops: tuple[Op, ...], raw: bool = True) -> list[bool]:
+    """Whether elements are still raw records before each op, and after the last (one more entry)."""
+    kinds = [raw]
+    for op in ops:
+        raw = raw and not op.decodes
+        kinds.append(raw)
+    return kinds
+
+
+def up_state(state: Any) -> Any:
+    return state["up"] if state is not None else None
+
+
+def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> int:
+    """``value`` as an int, or a TfrecError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TfrecError(f"{name} must be an integer, not {type(value).__name__}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise TfrecError(f"{name} must be {'>= 0' if allow_zero else '>= 1'}, not {value}")
+    return int(value)

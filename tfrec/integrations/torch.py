@@ -1,0 +1,126 @@
+"""PyTorch integration: TFRecord files as a torch ``IterableDataset`` (optional ``torch`` extra).
+
+Each DataLoader worker of each rank reads its own share of the files (worker
+info and rank are read when iteration starts, in the worker), so every record
+comes once per epoch however many workers and ranks there are. With fewer
+files than readers, indexed files (``{file}.idx``, :func:`tfrec.build_index`)
+are split by records instead (``shard_by=`` of :class:`tfrec.TFRecordDataset`,
+which also evens out unequal files with ``shard_by="records"``). Batching and
+parsing happen inside tfrec (whole batches through the fast parser): use
+``batch_size=None`` in the DataLoader and ``batch_size=`` here.
+
+Example:
+    >>> from torch.utils.data import DataLoader
+    >>> from tfrec.torch import TFRecordIterableDataset
+    >>> ds = TFRecordIterableDataset("data/train-*.tfrecord", features=feats, shuffle_files=True,
+    ...                              shuffle_buffer=10_000, batch_size=256, seed=0, output="torch")
+    >>> loader = DataLoader(ds, batch_size=None, num_workers=4)
+    >>> for epoch in range(3):
+    ...     ds.set_epoch(epoch)
+    ...     for batch in loader:
+    ...         train(batch)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..data import TFRecordDataset
+from ..errors import OptionalDependencyError, TfrecError
+
+try:
+    import torch
+    from torch.utils.data import IterableDataset
+except ImportError:  # pragma: no cover - exercised only without torch
+    raise OptionalDependencyError("torch", "torch", "tfrec.torch") from None
+
+__all__ = ["TFRecordIterableDataset", "to_torch"]
+
+
+def to_torch(value: Any) -> Any:
+    """Numeric numpy arrays (in nested dicts, lists, tuples) as torch tensors; anything else as it is."""
+    if isinstance(value, Mapping):
+        return {key: to_torch(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return tuple(to_torch(item) for item in value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        return torch.tensor(value.item(), dtype=torch.from_numpy(np.asarray(value)).dtype)
+    return value
+
+
+class TFRecordIterableDataset(IterableDataset):  # type: ignore[type-arg]
+    """TFRecord files as a torch ``IterableDataset``, split by DataLoader worker and rank.
+
+    Args:
+        source: a :class:`tfrec.TFRecordDataset` (with its shuffle / batch /
+            map already chained), or paths, with the dataset's keyword
+            arguments (``features=``, ``spec=``, ``shuffle_files=``,
+            ``cycle_length=``, ``seed=``, ``shard=``, ``shard_by=``,
+            ``index_paths=``, ...).
+        shuffle_buffer: with paths: ``.shuffle(shuffle_buffer)``.
+        batch_size: with paths: ``.batch(batch_size, drop_remainder=drop_last, pad=pad)``.
+        drop_last: see ``batch_size``.
+        pad: see :meth:`tfrec.TFRecordDataset.batch`.
+        output: ``"numpy"`` or ``"torch"`` (numeric arrays become tensors; bytes stay bytes).
+
+    :meth:`set_epoch` changes the file order and shuffle of the next pass (give
+    the seed for the shuffles to agree across runs). DataLoader workers receive
+    a copy of the dataset each epoch (unless ``persistent_workers=True``, when
+    they keep the epoch they started with, as torch's own samplers do).
+    """
+
+    def __init__(
+        self,
+        source: TFRecordDataset | str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        *,
+        shuffle_buffer: int | None = None,
+        batch_size: int | None = None,
+        drop_last: bool = False,
+        pad: Any = False,
+        output: str = "numpy",
+        **dataset_options: Any,
+    ) -> None:
+        super().__init__()
+        if output not in ("numpy", "torch"):
+            raise TfrecError(f"output must be 'numpy' or 'torch', not {output!r}")
+        if isinstance(source, TFRecordDataset):
+            if dataset_options or shuffle_buffer or batch_size:
+                raise TfrecError(
+                    "a TFRecordDataset is already configured: chain .shuffle()/.batch() on it "
+                    "instead of passing dataset options here"
+                )
+            dataset = source
+        else:
+            dataset = TFRecordDataset(source, **dataset_options)
+            if shuffle_buffer:
+                dataset = dataset.shuffle(shuffle_buffer)
+            if batch_size:
+                dataset = dataset.batch(batch_size, drop_remainder=drop_last, pad=pad)
+        self.dataset = dataset
+        self.output = output
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use ``epoch``'s file order and shuffles on the next iteration."""
+        self.epoch = int(epoch)
+
+    def __iter__(self) -> Iterator[Any]:
+        self.dataset.set_epoch(self.epoch)
+        iterator = iter(self.dataset)
+        try:
+            if self.output == "torch":
+                for element in iterator:
+                    yield to_torch(element)
+            else:
+                yield from iterator
+        finally:
+            iterator.close()
+
+    def __repr__(self) -> str:
+        return f"TFRecordIterableDataset({self.dataset!r}, output={self.output!r}, epoch={self.epoch})"
