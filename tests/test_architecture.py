@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tfrec"
 # `record` knows no protobuf and `example` never touches files, so neither imports the other;
 # `features` hands flat numpy to `example` and never builds protos; `convert` and the engine
 # integrations build on `data`, not on each other; `cli` may call converters.
-BASE = {"errors", "cache", "allocator"}  # modules every layer may import
+BASE = {"errors", "arguments", "cache", "allocator"}  # modules every layer may import
 BELOW_DATA = {"record", "example", "features"}
 ALLOWED: dict[str, set[str]] = {
     "record": set(),

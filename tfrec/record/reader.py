@@ -35,6 +35,7 @@ from typing import IO, Literal
 import numpy as np
 
 from ..allocator import keep_freed_memory
+from ..arguments import ON_ERROR, check_choice
 from ..errors import (
     ChecksumError,
     RecordError,
@@ -162,8 +163,7 @@ class RecordReader:
         start_offset: int = 0,
         start_index: int = 0,
     ) -> None:
-        if on_error not in ("raise", "skip", "warn"):
-            raise TfrecError(f"on_error must be 'raise', 'skip' or 'warn', not {on_error!r}")
+        check_choice("on_error", on_error, ON_ERROR)
         if start_offset < 0 or start_index < 0:
             raise TfrecError("start_offset and start_index must be >= 0")
         self._source = source

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ...allocator import keep_freed_memory
+from ...arguments import ON_ERROR, check_choice, check_count
 from ...errors import DatasetStateError, InvalidArgumentError, TfrecError
 from ...features import FeaturesDict
 from ..parallel.pool import WorkerPool
@@ -38,7 +39,7 @@ from .interleave import ReaderOptions
 from .prefetch import PrefetchOp
 from .repeat import RepeatOp
 from .shuffle import ShuffleOp
-from .stage import Context, Op, Plan, Run, Stage, check_positive, raw_after
+from .stage import Context, Op, Plan, Run, Stage, raw_after
 from .take import SkipOp, TakeOp
 
 __all__ = ["DatasetIterator", "TFRecordDataset"]
@@ -117,19 +118,18 @@ class TFRecordDataset:
         persistent_workers: bool = False,
         state: Mapping[str, Any] | None = None,
     ) -> None:
-        if on_error not in ("raise", "skip", "warn"):
-            raise TfrecError(f"on_error must be 'raise', 'skip' or 'warn', not {on_error!r}")
+        check_choice("on_error", on_error, ON_ERROR)
         if seed is not None:
-            seed = check_positive("seed", seed, allow_zero=True)
+            seed = check_count("seed", seed, allow_zero=True)
         self._plan = Plan(
             files=tuple(expand_paths(paths, storage_options=storage_options)),
             options=ReaderOptions(compression, verify_checksums, on_error, storage_options),
             decoder=Decoder(features, spec),
-            cycle_length=check_positive("cycle_length", cycle_length),
-            block_length=check_positive("block_length", block_length),
+            cycle_length=check_count("cycle_length", cycle_length),
+            block_length=check_count("block_length", block_length),
             shuffle_files=bool(shuffle_files),
         )
-        self._num_workers = check_positive("num_workers", num_workers, allow_zero=True)
+        self._num_workers = check_count("num_workers", num_workers, allow_zero=True)
         self._seed = seed
         self._shard = shard
         self._shard_by = check_shard_by(shard_by)
@@ -181,7 +181,7 @@ class TFRecordDataset:
 
     def shuffle(self, buffer_size: int) -> TFRecordDataset:
         """Shuffle elements through a buffer of ``buffer_size`` (tf.data's algorithm, own Generator)."""
-        return self._with(ShuffleOp(check_positive("buffer_size", buffer_size)))
+        return self._with(ShuffleOp(check_count("buffer_size", buffer_size)))
 
     def repeat(self, epochs: int | None = None) -> TFRecordDataset:
         """Run everything before this ``epochs`` times (``None``: forever), a new epoch each time.
@@ -190,7 +190,7 @@ class TFRecordDataset:
         ``shuffle``/``batch`` so that epochs do not mix (as tf.data advises).
         """
         return self._with(
-            RepeatOp(None if epochs is None else check_positive("epochs", epochs, allow_zero=True))
+            RepeatOp(None if epochs is None else check_count("epochs", epochs, allow_zero=True))
         )
 
     def map(self, fn: Callable[[Any], Any]) -> TFRecordDataset:
@@ -207,11 +207,11 @@ class TFRecordDataset:
 
     def take(self, count: int) -> TFRecordDataset:
         """At most the first ``count`` elements."""
-        return self._with(TakeOp(check_positive("count", count, allow_zero=True)))
+        return self._with(TakeOp(check_count("count", count, allow_zero=True)))
 
     def skip(self, count: int) -> TFRecordDataset:
         """All but the first ``count`` elements."""
-        return self._with(SkipOp(check_positive("count", count, allow_zero=True)))
+        return self._with(SkipOp(check_count("count", count, allow_zero=True)))
 
     def batch(self, size: int, drop_remainder: bool = False, pad: Any = False) -> TFRecordDataset:
         """Group ``size`` elements into one batch (records: decoded as a whole batch, the fast path).
@@ -224,15 +224,15 @@ class TFRecordDataset:
                 padded to dense arrays with 0 / ``b""``; a value, or a dict of
                 values (nested like the features, or by ``"a/b"`` key), pads with those.
         """
-        return self._with(BatchOp(check_positive("size", size), bool(drop_remainder), pad_ok(pad)))
+        return self._with(BatchOp(check_count("size", size), bool(drop_remainder), pad_ok(pad)))
 
     def prefetch(self, depth: int = 2) -> TFRecordDataset:
         """Run everything before this in a background thread, ``depth`` pulls (batches) ahead."""
-        return self._with(PrefetchOp(check_positive("depth", depth)))
+        return self._with(PrefetchOp(check_count("depth", depth)))
 
     def set_epoch(self, epoch: int) -> None:
         """Set the epoch number that seeds file order and shuffles (in place, as torch's samplers)."""
-        self._epoch = check_positive("epoch", epoch, allow_zero=True)
+        self._epoch = check_count("epoch", epoch, allow_zero=True)
 
     # -- running ------------------------------------------------------------------------------------
 

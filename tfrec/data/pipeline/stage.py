@@ -25,7 +25,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...errors import TfrecError
 from ..sharding.consumers import Consumer
 from .decode import Decoder
 from .interleave import ReaderOptions
@@ -100,12 +99,3 @@ def raw_after(ops: tuple[Op, ...], raw: bool = True) -> list[bool]:
 
 def up_state(state: Any) -> Any:
     return state["up"] if state is not None else None
-
-
-def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> int:
-    """``value`` as an int, or a TfrecError naming the argument."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TfrecError(f"{name} must be an integer, not {type(value).__name__}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise TfrecError(f"{name} must be {'>= 0' if allow_zero else '>= 1'}, not {value}")
-    return int(value)
