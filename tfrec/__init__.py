@@ -60,6 +60,7 @@ from .example import (
     parse_single_sequence_example,
     string,
 )
+from .features import FeaturesDict
 from .record import RecordBatch, RecordReader, RecordWriter, read_batches, read_records, write_records
 
 __version__ = "0.1.0"
@@ -70,6 +71,7 @@ __all__ = [
     "DatasetStateError",
     "DecodeError",
     "EncodeError",
+    "FeaturesDict",
     "FixedLenFeature",
     "FixedLenSequenceFeature",
     "InvalidArgumentError",

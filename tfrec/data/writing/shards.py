@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import EncodeError, InvalidArgumentError, OptionalDependencyError, TfrecError
+from ...errors import EncodeError, InvalidArgumentError, OptionalDependencyError
 from ...features import FeaturesDict
 from ...record import RecordWriter, resolve_compression
 from ..index.format import FRAMING, INDEX_SUFFIX, write_index
@@ -269,7 +269,7 @@ class ShardedWriter:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise TfrecError(f"{self._prefix}: write to a closed ShardedWriter")
+            raise InvalidArgumentError(f"{self._prefix}: write to a closed ShardedWriter")
 
     def _write_records(self, records: list[bytes]) -> None:
         self._check_open()
@@ -352,7 +352,7 @@ class ShardedWriter:
         if self._summary is not None:
             return self._summary
         if self._closed:
-            raise TfrecError(f"{self._prefix}: the ShardedWriter was aborted; nothing was written")
+            raise InvalidArgumentError(f"{self._prefix}: the ShardedWriter was aborted; nothing was written")
         published: list[str] = []
         try:
             if not self._shards:
@@ -398,7 +398,7 @@ class ShardedWriter:
     def summary(self) -> WriteSummary:
         """The :class:`WriteSummary`, once closed."""
         if self._summary is None:
-            raise TfrecError(f"{self._prefix}: the summary exists once the ShardedWriter is closed")
+            raise InvalidArgumentError(f"{self._prefix}: the summary exists once the ShardedWriter is closed")
         return self._summary
 
     @property
