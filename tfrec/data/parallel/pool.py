@@ -50,7 +50,7 @@ from typing import Any
 from ...errors import DatasetStateError, TfrecError, WorkerError
 from ..pipeline.stage import Context, Plan, Run, Stage
 from .slots import SlotReader, new_pool_id, unlink_segments
-from .worker import AHEAD, POLL, worker_main
+from .worker import POLL, PULLS_AHEAD, worker_main
 
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
@@ -100,7 +100,7 @@ def _shutdown(processes: list[_Process], reader: SlotReader) -> None:
         p.commands.close()
         p.data.close()
     reader.close()
-    unlink_segments(reader.pool, len(processes), AHEAD)  # a process that was killed left its slots
+    unlink_segments(reader.pool, len(processes), PULLS_AHEAD)  # a process that was killed left its slots
 
 
 class WorkerPool:

@@ -34,8 +34,8 @@ from ..sharding.ranges import FileRange
 
 __all__ = ["InterleavedRecords", "ReaderOptions"]
 
-AHEAD = 256  # records read ahead per open file
-PULL = 1024  # records handed out per pull, at least
+RECORDS_AHEAD = 256  # records read ahead per open file
+RECORDS_PER_PULL = 1024  # records handed out per pull, at least
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class _OpenFile:
     def available(self) -> int:
         return len(self.ahead) - self.taken
 
-    def refill(self, count: int = AHEAD) -> None:
+    def refill(self, count: int = RECORDS_AHEAD) -> None:
         """Read the next records ahead; an error is kept until the records before it are handed out."""
         if self.error is not None:
             error, self.error = self.error, None
@@ -213,7 +213,7 @@ class InterleavedRecords:
             raise error
         out: list[bytes] = []
         try:
-            while len(out) < PULL and self._step(out):
+            while len(out) < RECORDS_PER_PULL and self._step(out):
                 pass
         except TfrecError as exc:
             if not out:
