@@ -30,7 +30,7 @@ They stop when the iterator is closed, exhausted or garbage collected, and
 the shared memory goes with them.
 
 Example:
-    >>> pool = WorkerPool(plan, Run(seed=0), processes=2)
+    >>> pool = WorkerPool(recipe, Run(seed=0), processes=2)
     >>> stage = pool.stage(epoch=(0,), state=None)
     >>> stage.pull()
 """
@@ -48,7 +48,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ...errors import DatasetStateError, TfrecError, WorkerError
-from ..pipeline.stage import Context, Plan, Run, Stage
+from ..pipeline.stage import Context, PipelineRecipe, Run, Stage
 from .slots import SlotReader, new_pool_id, unlink_segments
 from .worker import POLL, PULLS_AHEAD, worker_main
 
@@ -104,9 +104,11 @@ def _shutdown(processes: list[_Process], reader: SlotReader) -> None:
 
 
 class WorkerPool:
-    """``processes`` reading processes running ``plan`` (whose ops all run in the processes)."""
+    """``processes`` reading processes running ``recipe`` (whose ops all run in the processes)."""
 
-    def __init__(self, plan: Plan, run: Run, processes: int, start_method: str | None = None) -> None:
+    def __init__(
+        self, recipe: PipelineRecipe, run: Run, processes: int, start_method: str | None = None
+    ) -> None:
         if multiprocessing.current_process().daemon:
             raise TfrecError(
                 f"num_workers={processes} cannot start reading processes inside a daemon process "
@@ -132,7 +134,7 @@ class WorkerPool:
                     target=worker_main,
                     args=(
                         index,
-                        plan,
+                        recipe,
                         worker_run,
                         self.slots.pool,
                         dict(os.environ),

@@ -5,7 +5,7 @@ shared-memory slot per pull in flight; it keeps the pipeline's state after each
 pull it sent, back to the last one the consumer took (see :mod:`tfrec.data.parallel.pool`).
 
 Example:
-    >>> worker_main(0, plan, run, commands, data, pool_id)   # the target of each process
+    >>> worker_main(0, recipe, run, commands, data, pool_id)   # the target of each process
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 from ...allocator import keep_freed_memory
 from ...errors import WorkerError
 from ..pipeline.assemble import build
-from ..pipeline.stage import Plan, Run, Stage
+from ..pipeline.stage import PipelineRecipe, Run, Stage
 from .slots import SlotWriter
 
 PULLS_AHEAD = 3  # pulls a process may be ahead of what the consumer has received (= its slots)
@@ -61,7 +61,7 @@ def _send_loop(outbox: queue.Queue[Any], data: Connection) -> None:
 
 def worker_main(
     index: int,
-    plan: Plan,
+    recipe: PipelineRecipe,
     run: Run,
     pool: str,
     environ: dict[str, str],
@@ -95,7 +95,7 @@ def worker_main(
                     seq = received = 0
                     history = collections.OrderedDict({0: state})
                     try:
-                        stage = build(plan, Run(seed, run.consumer), epoch, state)
+                        stage = build(recipe, Run(seed, run.consumer), epoch, state)
                     except BaseException as exc:
                         stage = None
                         outbox.put((("error", token, worker_exception(index, exc)), None))

@@ -1,7 +1,7 @@
-"""The reading pipeline: a dataset, the plan that assembles it, and one module per step (data layer).
+"""The reading pipeline: a dataset, the recipe that assembles it, and one module per step (data layer).
 
 ``dataset`` is the public face; ``stage`` the vocabulary (ops, stages, the
-plan); ``assemble`` builds a running pipeline; ``interleave`` reads the files;
+recipe); ``assemble`` builds a running pipeline; ``interleave`` reads the files;
 ``shuffle``, ``elements`` (map, filter), ``batch``, ``take``, ``repeat`` and
 ``prefetch`` are the steps; ``decode`` turns records into values.
 

@@ -1,7 +1,7 @@
-"""Assembling a running pipeline from a plan: the source of records, then one stage per op (data layer).
+"""Assembling a running pipeline from a recipe: the source of records, then one stage per op (data layer).
 
 Example:
-    >>> stage = build(plan, Run(seed=0), epoch=(0,))
+    >>> stage = build(recipe, Run(seed=0), epoch=(0,))
     >>> stage.pull()   # the first list of elements
 """
 
@@ -12,17 +12,17 @@ from typing import Any
 
 from .interleave import InterleavedRecords
 from .shuffle import epoch_files
-from .stage import Context, Plan, Run, Stage, raw_after
+from .stage import Context, PipelineRecipe, Run, Stage, raw_after
 
 
 def source_stage(ctx: Context, epoch: tuple[int, ...], state: Any) -> Stage:
-    plan = ctx.plan
-    files = epoch_files(plan, ctx.run, epoch)
-    return InterleavedRecords(files, plan.options, plan.cycle_length, plan.block_length, state)
+    recipe = ctx.recipe
+    files = epoch_files(recipe, ctx.run, epoch)
+    return InterleavedRecords(files, recipe.options, recipe.cycle_length, recipe.block_length, state)
 
 
 def build(
-    plan: Plan,
+    recipe: PipelineRecipe,
     run: Run,
     epoch: tuple[int, ...],
     state: Any = None,
@@ -30,9 +30,9 @@ def build(
     source: Callable[[Context, tuple[int, ...], Any], Stage] = source_stage,
     raw: bool = True,
 ) -> Stage:
-    """The running pipeline of ``plan`` (its last stage), for ``epoch``, from ``state`` or the start."""
-    ctx = Context(plan, run, raw_after(plan.ops, raw))
-    return _build(ctx, len(plan.ops), epoch, state, source)
+    """The running pipeline of ``recipe`` (its last stage), for ``epoch``, from ``state`` or the start."""
+    ctx = Context(recipe, run, raw_after(recipe.ops, raw))
+    return _build(ctx, len(recipe.ops), epoch, state, source)
 
 
 def _build(
@@ -48,4 +48,4 @@ def _build(
     def upstream(epoch: tuple[int, ...], state: Any) -> Stage:
         return _build(ctx, count - 1, epoch, state, source)
 
-    return ctx.plan.ops[count - 1].stage(upstream, ctx, count - 1, epoch, state)
+    return ctx.recipe.ops[count - 1].stage(upstream, ctx, count - 1, epoch, state)

@@ -39,7 +39,7 @@ from .interleave import ReaderOptions
 from .prefetch import PrefetchOp
 from .repeat import RepeatOp
 from .shuffle import ShuffleOp
-from .stage import Context, Op, Plan, Run, Stage, raw_after
+from .stage import Context, Op, PipelineRecipe, Run, Stage, raw_after
 from .take import SkipOp, TakeOp
 
 __all__ = ["DatasetIterator", "TFRecordDataset"]
@@ -121,7 +121,7 @@ class TFRecordDataset:
         check_choice("on_error", on_error, ON_ERROR)
         if seed is not None:
             seed = check_count("seed", seed, allow_zero=True)
-        self._plan = Plan(
+        self._recipe = PipelineRecipe(
             files=tuple(expand_paths(paths, storage_options=storage_options)),
             options=ReaderOptions(compression, verify_checksums, on_error, storage_options),
             decoder=Decoder(features, spec),
@@ -133,7 +133,7 @@ class TFRecordDataset:
         self._seed = seed
         self._shard = shard
         self._shard_by = check_shard_by(shard_by)
-        self._index_paths = _index_paths(index_paths, len(self._plan.files))
+        self._index_paths = _index_paths(index_paths, len(self._recipe.files))
         self._epoch = 0
         self._state = dict(state) if state is not None else None
         self._persistent_workers = bool(persistent_workers)
@@ -145,15 +145,15 @@ class TFRecordDataset:
     @property
     def files(self) -> list[str]:
         """Every file of the dataset, in order (before sharding and shuffling)."""
-        return list(self._plan.files)
+        return list(self._recipe.files)
 
     def _with(self, op: Op) -> TFRecordDataset:
         copy = object.__new__(TFRecordDataset)
         copy.__dict__.update(self.__dict__)
-        plan = self._plan
-        copy._plan = Plan(
-            plan.files, plan.options, (*plan.ops, op), plan.decoder, plan.cycle_length,
-            plan.block_length, plan.shuffle_files,
+        recipe = self._recipe
+        copy._recipe = PipelineRecipe(
+            recipe.files, recipe.options, (*recipe.ops, op), recipe.decoder, recipe.cycle_length,
+            recipe.block_length, recipe.shuffle_files,
         )  # fmt: skip
         copy._state = None
         copy._idle_pool = None
@@ -245,18 +245,18 @@ class TFRecordDataset:
 
     def fingerprint(self) -> list[Any]:
         """What a saved state must match: files, reading options, ops and processes."""
-        plan = self._plan
+        recipe = self._recipe
         return [
-            list(plan.files),
-            [plan.cycle_length, plan.block_length, plan.shuffle_files, plan.options.compression],
-            [op.describe() for op in plan.ops],
-            repr(plan.decoder),
+            list(recipe.files),
+            [recipe.cycle_length, recipe.block_length, recipe.shuffle_files, recipe.options.compression],
+            [op.describe() for op in recipe.ops],
+            repr(recipe.decoder),
             self._num_workers,
         ]
 
     def __repr__(self) -> str:
-        ops = "".join(f".{op.describe()}" for op in self._plan.ops)
-        return f"TFRecordDataset({len(self._plan.files)} files, num_workers={self._num_workers}){ops}"
+        ops = "".join(f".{op.describe()}" for op in self._recipe.ops)
+        return f"TFRecordDataset({len(self._recipe.files)} files, num_workers={self._num_workers}){ops}"
 
 
 class DatasetIterator(Iterator[Any]):
@@ -276,19 +276,19 @@ class DatasetIterator(Iterator[Any]):
             seed = dataset._seed if dataset._seed is not None else secrets.randbits(63)
             epoch = dataset._epoch
         self._seed, self._epoch = seed, epoch
-        plan = dataset._plan
+        recipe = dataset._recipe
         workers = dataset._num_workers
         # Split now, among every reader: too few files fails here, not in a process.
         readers = split_among(
             detect_consumer(dataset._shard).with_process(0, max(workers, 1)),
-            plan.files,
+            recipe.files,
             shard_by=dataset._shard_by,
-            compression=plan.options.compression,
-            storage_options=plan.options.storage_options,
+            compression=recipe.options.compression,
+            storage_options=recipe.options.storage_options,
             index_paths=dataset._index_paths,
-            shuffle_files=plan.shuffle_files,
+            shuffle_files=recipe.shuffle_files,
         )
-        readers.files(plan.files)
+        readers.files(recipe.files)
         self._split = _split_of(readers)
         if state is not None:
             _check_split(state, self._split)
@@ -304,25 +304,27 @@ class DatasetIterator(Iterator[Any]):
         if state is not None and state["finished"]:
             pass  # nothing left but what was pending
         elif workers == 0:
-            ops = plan.ops
-            if raw_after(ops)[-1] and not plan.decoder.raw:
+            ops = recipe.ops
+            if raw_after(ops)[-1] and not recipe.decoder.raw:
                 ops = (*ops, DecodeOp())
-            self._stage = build(_replace_ops(plan, ops), run, (epoch,), saved)
+            self._stage = build(_replace_ops(recipe, ops), run, (epoch,), saved)
         else:
-            split = next((i for i, op in enumerate(plan.ops) if isinstance(op, _SPLIT_OPS)), len(plan.ops))
-            front, back = (
-                plan.ops[:split],
-                tuple(op for op in plan.ops[split:] if not isinstance(op, PrefetchOp)),
+            split = next(
+                (i for i, op in enumerate(recipe.ops) if isinstance(op, _SPLIT_OPS)), len(recipe.ops)
             )
-            if raw_after(front)[-1] and not plan.decoder.raw and not any(op.decodes for op in back):
+            front, back = (
+                recipe.ops[:split],
+                tuple(op for op in recipe.ops[split:] if not isinstance(op, PrefetchOp)),
+            )
+            if raw_after(front)[-1] and not recipe.decoder.raw and not any(op.decodes for op in back):
                 front = (*front, DecodeOp())  # decode in the processes: nothing later needs records
-            if raw_after(front + back)[-1] and not plan.decoder.raw:
+            if raw_after(front + back)[-1] and not recipe.decoder.raw:
                 back = (*back, DecodeOp())
-            front_plan = _replace_ops(plan, front)
+            front_recipe = _replace_ops(recipe, front)
             self._pool_key = (front, consumer, workers, dataset.start_method)
             self._owner = dataset if dataset._persistent_workers else None
             kept = self._owner._take_pool(self._pool_key) if self._owner is not None else None
-            self._pool = kept or WorkerPool(front_plan, run, workers, dataset.start_method)
+            self._pool = kept or WorkerPool(front_recipe, run, workers, dataset.start_method)
             self._pool.seed = seed
             pool = self._pool
 
@@ -330,7 +332,7 @@ class DatasetIterator(Iterator[Any]):
                 return pool.stage(ctx, epoch, state)
 
             self._stage = build(
-                _replace_ops(plan, back), run, (epoch,), saved, source=source, raw=raw_after(front)[-1]
+                _replace_ops(recipe, back), run, (epoch,), saved, source=source, raw=raw_after(front)[-1]
             )
         if state is not None:
             self._pending = list(state["pending"])
@@ -392,9 +394,15 @@ class DatasetIterator(Iterator[Any]):
         self.close()
 
 
-def _replace_ops(plan: Plan, ops: tuple[Op, ...]) -> Plan:
-    return Plan(
-        plan.files, plan.options, ops, plan.decoder, plan.cycle_length, plan.block_length, plan.shuffle_files
+def _replace_ops(recipe: PipelineRecipe, ops: tuple[Op, ...]) -> PipelineRecipe:
+    return PipelineRecipe(
+        recipe.files,
+        recipe.options,
+        ops,
+        recipe.decoder,
+        recipe.cycle_length,
+        recipe.block_length,
+        recipe.shuffle_files,
     )
 
 
