@@ -173,6 +173,33 @@ class WorkerPool:
         self._finalizer()
 
 
+class IdlePool:
+    """The reading processes a finished iterator left for the next iterator of a dataset
+    (``persistent_workers``), with what they run (the key). Pickles empty: processes do not travel.
+    """
+
+    def __init__(self) -> None:
+        self.kept: tuple[Any, WorkerPool] | None = None
+
+    def take(self, key: Any) -> WorkerPool | None:
+        """The kept processes if they run ``key`` (and still live); others are stopped."""
+        kept, self.kept = self.kept, None
+        if kept is not None and kept[0] == key and kept[1].alive():
+            return kept[1]
+        if kept is not None:
+            kept[1].close()
+        return None
+
+    def keep(self, key: Any, pool: WorkerPool) -> None:
+        if self.kept is not None or not pool.alive():  # another iterator's are kept already
+            pool.close()
+        else:
+            self.kept = (key, pool)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (IdlePool, ())
+
+
 class _PoolStage:
     """The consumer's side of one run: the processes' pulls, round-robin, as they were pulled."""
 

@@ -12,7 +12,7 @@ decode one record at a time, ``batch`` decodes the whole batch in one call to
 the batched parser, and records still raw at the end are decoded one by one.
 
 Example:
-    >>> recipe = PipelineRecipe(files=("a.tfrecord",), options=ReaderOptions(), ops=(BatchOp(32),))
+    >>> recipe = PipelineRecipe(files=("a.tfrecord",), options=ReadOptions(), ops=(BatchOp(32),))
     >>> stage = build(recipe, Run(seed=0), epoch=(0,))
     >>> stage.pull()   # [first batch]
 """
@@ -27,7 +27,7 @@ import numpy as np
 
 from ..sharding.consumers import Consumer
 from .decode import Decoder
-from .interleave import ReaderOptions
+from .interleave import ReadOptions
 
 
 class Stage(Protocol):
@@ -74,11 +74,10 @@ class PipelineRecipe:
     """
 
     files: tuple[str, ...]
-    options: ReaderOptions = field(default_factory=ReaderOptions)
+    options: ReadOptions = field(default_factory=ReadOptions)
     ops: tuple[Op, ...] = ()
     decoder: Decoder = field(default_factory=lambda: Decoder(None, None), compare=False)
     cycle_length: int = 1
-    block_length: int = 1
     shuffle_files: bool = False
 
 
