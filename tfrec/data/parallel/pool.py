@@ -47,7 +47,7 @@ import weakref
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ...errors import DatasetStateError, TfrecError, WorkerError
+from ...errors import DatasetStateError, InvalidArgumentError, WorkerError
 from ..pipeline.stage import Context, PipelineRecipe, Run, Stage
 from .slots import SlotReader, new_pool_id, unlink_segments
 from .worker import POLL, PULLS_AHEAD, worker_main
@@ -110,7 +110,7 @@ class WorkerPool:
         self, recipe: PipelineRecipe, run: Run, processes: int, start_method: str | None = None
     ) -> None:
         if multiprocessing.current_process().daemon:
-            raise TfrecError(
+            raise InvalidArgumentError(
                 f"num_workers={processes} cannot start reading processes inside a daemon process "
                 "(a torch DataLoader worker, say): use num_workers=0 there and let the DataLoader's "
                 "workers read in parallel"
@@ -147,7 +147,7 @@ class WorkerPool:
                 try:
                     process.start()
                 except (pickle.PicklingError, AttributeError, TypeError) as exc:
-                    raise TfrecError(
+                    raise InvalidArgumentError(
                         f"the pipeline cannot be sent to reading processes: {exc}. Hint: functions given "
                         "to map()/filter() must be picklable (defined at module level, not lambdas) "
                         "when num_workers > 0"

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from ...arguments import check_count
-from ...errors import InvalidArgumentError, TfrecError
+from ...errors import InvalidArgumentError
 from ...features import FeaturesDict
 from ..parallel.pool import IdlePool
 from ..paths import expand_paths
@@ -154,13 +154,13 @@ class TFRecordDataset:
     def map(self, fn: Callable[[Any], Any]) -> TFRecordDataset:
         """Apply ``fn`` to every element (decoded first if still a record)."""
         if not callable(fn):
-            raise TfrecError(f"map() needs a function, not {type(fn).__name__}")
+            raise InvalidArgumentError(f"map() needs a function, not {type(fn).__name__}")
         return self._with(MapOp(fn))
 
     def filter(self, predicate: Callable[[Any], Any]) -> TFRecordDataset:
         """Keep the elements for which ``predicate`` is true (decoded first if still records)."""
         if not callable(predicate):
-            raise TfrecError(f"filter() needs a function, not {type(predicate).__name__}")
+            raise InvalidArgumentError(f"filter() needs a function, not {type(predicate).__name__}")
         return self._with(FilterOp(predicate))
 
     def take(self, count: int) -> TFRecordDataset:
