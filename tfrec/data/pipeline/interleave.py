@@ -41,7 +41,7 @@ RECORDS_PER_PULL = 1024  # records handed out per pull, at least
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """How each file of a dataset is read: framing, checksums, damage, remote storage, turn length.
+    """How each file of a dataset is read: compression, checksums, damaged records, remote storage, turns.
 
     Frozen and picklable (reading processes receive a copy); checked when made.
 
