@@ -32,7 +32,8 @@ ALLOWED: dict[str, set[str]] = {
     "integrations": BELOW_DATA | {"data"},
     "cli": BELOW_DATA | {"data", "convert"},
 }
-INTEGRATIONS = {"integrations", "torch", "ray", "dask"}  # tfrec/integrations/ and its tfrec.torch, tfrec.ray, tfrec.dask names
+# tfrec/integrations/ and its tfrec.torch, tfrec.ray, tfrec.dask names
+INTEGRATIONS = {"integrations", "torch", "ray", "dask"}
 # Third-party packages a layer must never import.
 FORBIDDEN = {"record": {"google.protobuf"}, "features": {"google.protobuf"}}
 

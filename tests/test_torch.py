@@ -10,10 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tfrec.torch import TFRecordIterableDataset, to_torch  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 import tfrec  # noqa: E402
+from tfrec.torch import TFRecordIterableDataset, to_torch  # noqa: E402
 
 SIZES = [37, 50, 23, 61, 44, 30]
 SPEC = {"id": tfrec.FixedLenFeature([], tfrec.int64), "raw": tfrec.FixedLenFeature([], tfrec.string)}
@@ -64,7 +64,7 @@ def test_two_simulated_ranks_split_the_records(shards: Path, workers: int) -> No
     seen: Counter[int] = Counter()
     for rank in range(2):
         ds = TFRecordIterableDataset(shards, spec=SPEC, shuffle_files=True, shuffle_buffer=32, batch_size=8,
-                                     seed=5, shard=(rank, 2))  # fmt: skip
+                                     seed=5, shard_options=tfrec.ShardOptions(shard=(rank, 2)))  # fmt: skip
         ds.set_epoch(3)
         seen.update(epoch_ids(DataLoader(ds, batch_size=None, num_workers=workers)))
     assert sorted(seen) == ALL_IDS and set(seen.values()) == {1}
@@ -81,7 +81,9 @@ def test_ranks_from_the_environment(shards: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_too_many_readers_is_a_clear_error(shards: Path) -> None:
-    ds = TFRecordIterableDataset(shards, spec=SPEC, shard=(0, 4), batch_size=8)
+    ds = TFRecordIterableDataset(
+        shards, spec=SPEC, shard_options=tfrec.ShardOptions(shard=(0, 4)), batch_size=8
+    )
     with pytest.raises(tfrec.TfrecError, match=r"6 file\(s\) cannot be split among 8 readers"):
         list(DataLoader(ds, batch_size=None, num_workers=2))
 

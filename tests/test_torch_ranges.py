@@ -9,10 +9,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tfrec.torch import TFRecordIterableDataset  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 import tfrec  # noqa: E402
+from tfrec.torch import TFRecordIterableDataset  # noqa: E402
 
 SPEC = {"id": tfrec.FixedLenFeature([], tfrec.int64)}
 
@@ -43,7 +43,9 @@ def test_ranks_times_dataloader_workers_split_one_indexed_file(one_file: Path) -
     seen: Counter[int] = Counter()
     per_rank = []
     for rank in range(2):
-        ds = TFRecordIterableDataset(one_file, spec=SPEC, batch_size=5, shard=(rank, 2))
+        ds = TFRecordIterableDataset(
+            one_file, spec=SPEC, batch_size=5, shard_options=tfrec.ShardOptions(shard=(rank, 2))
+        )
         ids = epoch_ids(DataLoader(ds, batch_size=None, num_workers=2))
         per_rank.append(len(ids))
         seen.update(ids)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from . import data, features
 from .data import (
+    ReadOptions,
     RecordFileSource,
     ShardedWriter,
+    ShardOptions,
     TFRecordDataset,
     build_index,
     infer_features,
@@ -81,6 +83,7 @@ __all__ = [
     "OutOfRangeError",
     "RaggedArray",
     "RaggedFeature",
+    "ReadOptions",
     "RecordBatch",
     "RecordError",
     "RecordFileSource",
@@ -88,6 +91,7 @@ __all__ = [
     "RecordTypeError",
     "RecordWriter",
     "SchemaError",
+    "ShardOptions",
     "ShardedWriter",
     "ShardingError",
     "SparseArray",

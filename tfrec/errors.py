@@ -212,6 +212,11 @@ class InvalidArgumentError(TfrecError, ValueError):
     """
 
 
+class SchemaChoiceError(SchemaError, InvalidArgumentError):
+    """Both ``features=`` and ``spec=`` were given, where one way to decode is chosen (internal: callers
+    catch it as either base, a wrong schema or a wrong combination of arguments)."""
+
+
 class OutOfRangeError(TfrecError, IndexError):
     """A record index is outside a random-access source (an IndexError, so ``for`` loops stop)."""
 

@@ -1,6 +1,6 @@
 """Conformance of tfrec.data with tf.data (skipped when TensorFlow is absent).
 
-TFRecordDataset(cycle_length=c, block_length=b) reads the records in the order of
+TFRecordDataset(cycle_length=c, read_options=ReadOptions(block_length=b)) reads the records in the order of
 ``Dataset.from_tensor_slices(files).interleave(TFRecordDataset, cycle_length=c, block_length=b)``,
 and batches parse to what ``tf.io.parse_example`` returns.
 """
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrec
-from tfrec.data import TFRecordDataset
+from tfrec.data import ReadOptions, TFRecordDataset
 
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 tf = pytest.importorskip("tensorflow")
@@ -38,7 +38,10 @@ def test_interleave_order_is_tf_datas(sizes: list[int], cycle: int, block: int) 
             tf.data.TFRecordDataset, cycle_length=cycle, block_length=block
         )
         expected = [bytes(r) for r in theirs.as_numpy_iterator()]
-        assert list(TFRecordDataset(paths, cycle_length=cycle, block_length=block)) == expected
+        assert (
+            list(TFRecordDataset(paths, cycle_length=cycle, read_options=ReadOptions(block_length=block)))
+            == expected
+        )
 
 
 def test_batches_parse_as_tf_does(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrec
-from tfrec.data import TFRecordDataset
+from tfrec.data import ReadOptions, ShardOptions, TFRecordDataset
 from tfrec.errors import DatasetStateError, ShardingError
 from tfrec.features import FeaturesDict, Scalar, Tensor
 
@@ -69,8 +69,9 @@ def test_every_record_exactly_once_per_shard_and_epoch(
         write_files(Path(tmp), sizes, gzip_every=2)
         seen: list[bytes] = []
         for shard in range(shards):
-            ds = TFRecordDataset(tmp, cycle_length=cycle, block_length=block, shuffle_files=shuffle_files,
-                                 seed=seed, shard=(shard, shards))  # fmt: skip
+            ds = TFRecordDataset(tmp, cycle_length=cycle, read_options=ReadOptions(block_length=block),
+                                 shuffle_files=shuffle_files, seed=seed,
+                                 shard_options=ShardOptions(shard=(shard, shards)))  # fmt: skip
             seen += flatten(list(pipeline(ds).repeat(2)))
         counts = Counter(seen)
         assert sorted(counts) == every_record(sizes)
@@ -88,7 +89,7 @@ def test_resume_from_any_state_continues_exactly(
     sizes, cycle, block, shuffle_files = layout
     with tempfile.TemporaryDirectory() as tmp:
         write_files(Path(tmp), sizes, gzip_every=2)
-        ds = pipeline(TFRecordDataset(tmp, cycle_length=cycle, block_length=block,
+        ds = pipeline(TFRecordDataset(tmp, cycle_length=cycle, read_options=ReadOptions(block_length=block),
                                       shuffle_files=shuffle_files, seed=seed)).repeat(2)  # fmt: skip
         expected = list(ds)
         resumed, _ = stop_and_resume(ds, data.draw(st.integers(0, len(expected))))
@@ -102,7 +103,7 @@ def test_state_argument_starts_there(tmp_path: Path) -> None:
     it = iter(ds)
     next(it), next(it)
     state = it.state()
-    again = TFRecordDataset(tmp_path, seed=3, cycle_length=2, state=state)
+    again = TFRecordDataset(tmp_path, seed=3, cycle_length=2).with_state(state)
     # state= belongs to the dataset it was saved from: the ops must be chained again, then resume()
     assert list(again.shuffle(20).batch(7).resume(state)) == expected[2:]
     with pytest.raises(DatasetStateError, match="ops"):
@@ -212,9 +213,9 @@ def test_take_skip_and_drop_remainder(tmp_path: Path) -> None:
 def test_fewer_files_than_consumers_is_an_error(tmp_path: Path) -> None:
     write_files(tmp_path, [5, 5])
     with pytest.raises(ShardingError, match=r"2 file\(s\) cannot be split among 3 readers \(3 ranks\)"):
-        iter(TFRecordDataset(tmp_path, shard=(0, 3)))
+        iter(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(0, 3))))
     with pytest.raises(ShardingError, match="out of range"):
-        iter(TFRecordDataset(tmp_path, shard=(3, 3)))
+        iter(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(3, 3))))
 
 
 def test_rank_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -222,7 +223,7 @@ def test_rank_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert list(TFRecordDataset(tmp_path)) == [b"1:0", b"1:1", b"1:2"]
-    assert len(list(TFRecordDataset(tmp_path, shard=(0, 1)))) == 9
+    assert len(list(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(0, 1))))) == 9
 
 
 def test_a_state_from_another_dataset_is_refused(tmp_path: Path) -> None:
@@ -254,14 +255,16 @@ def test_errors_carry_path_index_and_offset(tmp_path: Path) -> None:
         list(ds)
     assert (caught.value.path, caught.value.index, caught.value.offset) == (paths[0], 3, 3 * 19)
     with pytest.warns(tfrec.TfrecWarning):
-        assert flatten(list(TFRecordDataset(tmp_path, on_error="warn").batch(10))) == [b"0:0", b"0:1", b"0:2"]
+        assert flatten(
+            list(TFRecordDataset(tmp_path, read_options=ReadOptions(on_error="warn")).batch(10))
+        ) == [b"0:0", b"0:1", b"0:2"]
 
 
 def test_argument_errors() -> None:
     with pytest.raises(tfrec.TfrecError, match="cycle_length must be >= 1"):
         TFRecordDataset(__file__, cycle_length=0)
     with pytest.raises(tfrec.TfrecError, match="on_error"):
-        TFRecordDataset(__file__, on_error="ignore")
+        TFRecordDataset(__file__, read_options=ReadOptions(on_error="ignore"))
     with pytest.raises(tfrec.SchemaError, match="not both"):
         TFRecordDataset(__file__, spec=SPEC, features=FeaturesDict({"id": Scalar(np.int64)}))
 

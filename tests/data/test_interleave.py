@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrec
-from tfrec.data.pipeline.interleave import InterleavedRecords, ReaderOptions
+from tfrec.data.pipeline.interleave import InterleavedRecords, ReadOptions
 
 
 def reference_interleave(sizes: Sequence[int], cycle_length: int, block_length: int) -> list[bytes]:
@@ -61,7 +61,7 @@ def test_order_is_tf_datas_interleave(layout: tuple[list[int], int, int]) -> Non
     sizes, cycle, block = layout
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_files(Path(tmp), sizes, gzip_every=2)
-        stage = InterleavedRecords(paths, ReaderOptions(), cycle, block)
+        stage = InterleavedRecords(paths, ReadOptions(block_length=block), cycle)
         assert read_all(stage) == reference_interleave(sizes, cycle, block)
 
 
@@ -72,7 +72,7 @@ def test_resumes_exactly_at_any_pull(layout: tuple[list[int], int, int], data: s
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_files(Path(tmp), sizes, gzip_every=3)
         expected = reference_interleave(sizes, cycle, block)
-        stage = InterleavedRecords(paths, ReaderOptions(), cycle, block)
+        stage = InterleavedRecords(paths, ReadOptions(block_length=block), cycle)
         seen: list[bytes] = []
         cuts = data.draw(st.integers(0, 6))
         for _ in range(cuts):
@@ -82,7 +82,7 @@ def test_resumes_exactly_at_any_pull(layout: tuple[list[int], int, int], data: s
                 break
             state = stage.state()
             stage.close()
-            stage = InterleavedRecords(paths, ReaderOptions(), cycle, block, state)
+            stage = InterleavedRecords(paths, ReadOptions(block_length=block), cycle, state)
         assert seen + read_all(stage) == expected
 
 
@@ -91,12 +91,12 @@ def test_records_before_a_damaged_one_come_first(tmp_path: Path) -> None:
     data = bytearray(Path(paths[1]).read_bytes())
     data[-1] ^= 0xFF  # the data CRC of the last record of file 1
     Path(paths[1]).write_bytes(bytes(data))
-    stage = InterleavedRecords(paths, ReaderOptions(), cycle_length=2)
+    stage = InterleavedRecords(paths, ReadOptions(), cycle_length=2)
     seen: list[bytes] = []
     with pytest.raises(tfrec.ChecksumError) as caught:
         while True:
             seen += stage.pull()
     assert seen == reference_interleave([5, 4], 2, 1)
     assert (caught.value.path, caught.value.index) == (paths[1], 4)
-    skipping = InterleavedRecords(paths, ReaderOptions(on_error="skip"), cycle_length=2)
+    skipping = InterleavedRecords(paths, ReadOptions(on_error="skip"), cycle_length=2)
     assert read_all(skipping) == reference_interleave([5, 4], 2, 1)

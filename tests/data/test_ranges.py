@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrec
-from tfrec.data import TFRecordDataset
+from tfrec.data import ReadOptions, ShardOptions, TFRecordDataset
 from tfrec.data.index.format import IndexLines
 from tfrec.data.sharding.ranges import FileRange, RecordRanges, split_records
 from tfrec.errors import DatasetStateError, InvalidArgumentError, ShardingError
@@ -34,9 +34,17 @@ def flatten(elements: list[Any]) -> list[bytes]:
     return [r for e in elements for r in (e if isinstance(e, list) else [e])]
 
 
-def read_all(source: Any, readers: int, **options: Any) -> list[list[bytes]]:
+def read_all(
+    source: Any,
+    readers: int,
+    *,
+    shard_by: str = "auto",
+    index_paths: list[str] | None = None,
+    **options: Any,
+) -> list[list[bytes]]:
     """Each simulated rank's records (``shard=(r, readers)``), batches flattened."""
-    return [flatten(list(TFRecordDataset(source, shard=(r, readers), **options))) for r in range(readers)]
+    shares = [ShardOptions((r, readers), shard_by, index_paths) for r in range(readers)]
+    return [flatten(list(TFRecordDataset(source, shard_options=share, **options))) for share in shares]
 
 
 def assert_once_and_even(shares: list[list[bytes]], sizes: Sequence[int]) -> None:
@@ -114,12 +122,16 @@ def test_one_file_and_three_readers_read_contiguous_thirds(tmp_path: Path) -> No
 
 def test_shuffled_pieces_change_the_order_every_epoch(tmp_path: Path) -> None:
     write_indexed(tmp_path, [400])
-    ds = TFRecordDataset(tmp_path, shuffle_files=True, seed=7, shard=(1, 2)).repeat(3)
+    ds = TFRecordDataset(
+        tmp_path, shuffle_files=True, seed=7, shard_options=ShardOptions(shard=(1, 2))
+    ).repeat(3)
     epochs = [list(ds)[i * 200 : (i + 1) * 200] for i in range(3)]
     assert all(sorted(e) == sorted(record(0, i) for i in range(200, 400)) for e in epochs)
     assert len({tuple(e) for e in epochs}) == 3  # 16 pieces, a new order each epoch
     assert epochs[0][:12] == sorted(epochs[0][:12], key=lambda r: int(r.split(b":")[1]))  # runs in order
-    again = TFRecordDataset(tmp_path, shuffle_files=True, seed=7, shard=(1, 2)).repeat(3)
+    again = TFRecordDataset(
+        tmp_path, shuffle_files=True, seed=7, shard_options=ShardOptions(shard=(1, 2))
+    ).repeat(3)
     assert list(again) == [r for e in epochs for r in e]
 
 
@@ -148,8 +160,9 @@ def test_records_mode_any_layout_every_record_once_per_epoch(
         write_indexed(Path(tmp), sizes)
         seen: list[bytes] = []
         for rank in range(readers):
-            ds = TFRecordDataset(tmp, shard=(rank, readers), shard_by="records", cycle_length=cycle,
-                                 block_length=block, shuffle_files=shuffle_files, seed=seed)  # fmt: skip
+            ds = TFRecordDataset(tmp, shard_options=ShardOptions(shard=(rank, readers), shard_by="records"),
+                                 cycle_length=cycle, read_options=ReadOptions(block_length=block),
+                                 shuffle_files=shuffle_files, seed=seed)  # fmt: skip
             if buffer:
                 ds = ds.shuffle(buffer)
             if batch:
@@ -198,8 +211,8 @@ def test_resume_from_any_state_with_ranges(
     with tempfile.TemporaryDirectory() as tmp:
         write_indexed(Path(tmp), sizes)
         rank = data.draw(st.integers(0, readers - 1))
-        ds = TFRecordDataset(tmp, shard=(rank, readers), shard_by="records", cycle_length=cycle,
-                             shuffle_files=shuffle_files, seed=seed)  # fmt: skip
+        ds = TFRecordDataset(tmp, shard_options=ShardOptions(shard=(rank, readers), shard_by="records"),
+                             cycle_length=cycle, shuffle_files=shuffle_files, seed=seed)  # fmt: skip
         ds = (ds.shuffle(buffer) if buffer else ds).repeat(2)
         expected = list(ds)
         resumed, state = stop_and_resume(ds, data.draw(st.integers(0, len(expected))))
@@ -209,12 +222,12 @@ def test_resume_from_any_state_with_ranges(
 
 def test_a_state_of_another_split_is_refused(tmp_path: Path) -> None:
     write_indexed(tmp_path, [20, 20])
-    it = iter(TFRecordDataset(tmp_path, shard=(0, 2), shard_by="records"))
+    it = iter(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(0, 2), shard_by="records")))
     next(it)
     with pytest.raises(DatasetStateError, match=r"saved reading records split among 2 reader\(s\).*files"):
-        TFRecordDataset(tmp_path, shard=(0, 2)).resume(it.state())
+        TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(0, 2))).resume(it.state())
     with pytest.raises(DatasetStateError, match=r"among 2 reader.*among 4"):
-        TFRecordDataset(tmp_path, shard=(0, 4)).resume(it.state())
+        TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(0, 4))).resume(it.state())
 
 
 # -- errors and fallbacks -------------------------------------------------------------------------
@@ -229,11 +242,11 @@ def test_a_missing_index_falls_back_to_files_or_fails_saying_why(tmp_path: Path)
         rf"files if every file had an index, but {paths[1]} has no index \({paths[1]}\.idx does not exist"
     )
     with pytest.raises(ShardingError, match=message):
-        iter(TFRecordDataset(tmp_path, shard=(0, 3)))
+        iter(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(0, 3))))
     with pytest.raises(
         ShardingError, match=r"shard_by='records' needs an index for every file, but .*no index"
     ):
-        iter(TFRecordDataset(tmp_path, shard=(0, 2), shard_by="records"))
+        iter(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(0, 2), shard_by="records")))
 
 
 def test_compressed_files_split_by_files_only(tmp_path: Path) -> None:
@@ -245,22 +258,22 @@ def test_compressed_files_split_by_files_only(tmp_path: Path) -> None:
     with pytest.raises(
         ShardingError, match=r"a\.tfrecord\.gz is gzip-compressed, and a compressed file cannot"
     ):
-        iter(TFRecordDataset(path, shard=(0, 2)))
+        iter(TFRecordDataset(path, shard_options=ShardOptions(shard=(0, 2))))
     with pytest.raises(ShardingError, match="gzip-compressed"):
-        iter(TFRecordDataset(path, shard_by="records"))
+        iter(TFRecordDataset(path, shard_options=ShardOptions(shard_by="records")))
     assert len(list(TFRecordDataset(path))) == 9
 
 
 def test_files_mode_ignores_indexes(tmp_path: Path) -> None:
     write_indexed(tmp_path, [10])
     with pytest.raises(ShardingError, match=r"1 file\(s\) cannot be split among 2 readers"):
-        iter(TFRecordDataset(tmp_path, shard=(0, 2), shard_by="files"))
+        iter(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(0, 2), shard_by="files")))
 
 
 def test_fewer_records_than_readers(tmp_path: Path) -> None:
     write_indexed(tmp_path, [2])
     with pytest.raises(ShardingError, match=r"2 record\(s\) in 1 file\(s\) cannot be split among 3 readers"):
-        iter(TFRecordDataset(tmp_path, shard=(0, 3)))
+        iter(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(0, 3))))
 
 
 def test_index_paths_elsewhere_and_stale_indexes(tmp_path: Path) -> None:
@@ -269,19 +282,24 @@ def test_index_paths_elsewhere_and_stale_indexes(tmp_path: Path) -> None:
     tfrec.build_index(paths[0], index)
     assert_once_and_even(read_all(paths[0], 3, index_paths=[index]), [12])
     with pytest.raises(InvalidArgumentError, match=r"2 index path\(s\) for 1 file\(s\)"):
-        TFRecordDataset(paths[0], index_paths=[index, index])
+        TFRecordDataset(paths[0], shard_options=ShardOptions(index_paths=[index, index]))
     with pytest.raises(InvalidArgumentError, match="a list of paths"):
-        TFRecordDataset(paths[0], index_paths=index)  # type: ignore[arg-type]
+        TFRecordDataset(paths[0], shard_options=ShardOptions(index_paths=index))
     with pytest.raises(tfrec.MissingFileError, match=r"nowhere\.idx"):
-        iter(TFRecordDataset(paths[0], shard=(0, 3), index_paths=[str(tmp_path / "nowhere.idx")]))
+        iter(
+            TFRecordDataset(
+                paths[0],
+                shard_options=ShardOptions(shard=(0, 3), index_paths=[str(tmp_path / "nowhere.idx")]),
+            )
+        )
     with open(paths[0], "ab") as file:  # the file grew after its index was made
         file.write(Path(paths[0]).read_bytes()[:19])
     with pytest.raises(
         InvalidArgumentError, match=r"elsewhere\.idx: the index covers bytes 0 to 230 but .* has 249"
     ):
-        iter(TFRecordDataset(paths[0], shard=(0, 3), index_paths=[index]))
+        iter(TFRecordDataset(paths[0], shard_options=ShardOptions(shard=(0, 3), index_paths=[index])))
     with pytest.raises(InvalidArgumentError, match="shard_by must be"):
-        TFRecordDataset(paths[0], shard_by="bytes")
+        TFRecordDataset(paths[0], shard_options=ShardOptions(shard_by="bytes"))
 
 
 def test_errors_name_the_true_record_of_the_file(tmp_path: Path) -> None:
@@ -290,13 +308,17 @@ def test_errors_name_the_true_record_of_the_file(tmp_path: Path) -> None:
     frame = 19  # every record "0:i" / "0:ii" framed: 16 + 3 bytes for i < 10
     data[7 * frame + 14] ^= 1  # the data of record 7, in the second of three ranges (4..7)
     Path(paths[0]).write_bytes(bytes(data))
-    assert list(TFRecordDataset(tmp_path, shard=(0, 3))) == [record(0, i) for i in range(4)]
-    assert list(TFRecordDataset(tmp_path, shard=(2, 3))) == [record(0, i) for i in range(8, 12)]
+    assert list(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(0, 3)))) == [
+        record(0, i) for i in range(4)
+    ]
+    assert list(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(2, 3)))) == [
+        record(0, i) for i in range(8, 12)
+    ]
     with pytest.raises(tfrec.ChecksumError) as caught:
-        list(TFRecordDataset(tmp_path, shard=(1, 3)))
+        list(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(1, 3))))
     assert (caught.value.path, caught.value.index, caught.value.offset) == (paths[0], 7, 7 * frame)
     assert type(caught.value.path) is str
-    skipped = read_all(tmp_path, 3, on_error="skip")
+    skipped = read_all(tmp_path, 3, read_options=ReadOptions(on_error="skip"))
     assert skipped[1] == [record(0, i) for i in (4, 5, 6)]
 
 
@@ -308,7 +330,7 @@ def test_skipped_damage_before_a_boundary_neither_duplicates_nor_loses(tmp_path:
         data[k * frame] ^= 0x40
     Path(paths[0]).write_bytes(bytes(data))
     # The reader skips both frames but counts one: without the byte bound it would read record 8 too.
-    shares = read_all(tmp_path, 3, on_error="skip")
+    shares = read_all(tmp_path, 3, read_options=ReadOptions(on_error="skip"))
     assert shares == [
         [record(0, i) for i in range(4)],
         [record(0, i) for i in (4, 5)],
@@ -322,11 +344,13 @@ def test_a_damaged_boundary_record_is_read_by_one_reader(tmp_path: Path) -> None
     data[8 * 19] ^= 0x40  # the length of record 8: the first of range 2
     Path(paths[0]).write_bytes(bytes(data))
     with pytest.raises(tfrec.ChecksumError) as caught:
-        list(TFRecordDataset(tmp_path, shard=(2, 3)))
+        list(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(2, 3))))
     assert (caught.value.index, caught.value.offset, caught.value.part) == (8, 8 * 19, "length")
-    assert list(TFRecordDataset(tmp_path, shard=(1, 3))) == [record(0, i) for i in range(4, 8)]
+    assert list(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(1, 3)))) == [
+        record(0, i) for i in range(4, 8)
+    ]
     with pytest.warns(tfrec.TfrecWarning):
-        shares = read_all(tmp_path, 3, on_error="warn")
+        shares = read_all(tmp_path, 3, read_options=ReadOptions(on_error="warn"))
     assert shares[2] == [record(0, i) for i in range(9, 12)]
 
 
@@ -338,14 +362,14 @@ def test_ranges_over_fsspec_urls_with_their_index(tmp_path: Path) -> None:
         fs.pipe("/ranges-test/a.tfrecord", Path(paths[0]).read_bytes())
         url = "memory://ranges-test/a.tfrecord"
         with pytest.raises(ShardingError, match="has no index"):
-            iter(TFRecordDataset(url, shard=(0, 2)))
+            iter(TFRecordDataset(url, shard_options=ShardOptions(shard=(0, 2))))
         fs.pipe("/ranges-test/a.tfrecord.idx", Path(paths[0] + ".idx").read_bytes())
         assert_once_and_even(read_all(url, 2), [11])
-        it = iter(TFRecordDataset(url, shard=(1, 2)))
+        it = iter(TFRecordDataset(url, shard_options=ShardOptions(shard=(1, 2))))
         head = [next(it) for _ in range(2)]
-        assert head + list(TFRecordDataset(url, shard=(1, 2)).resume(it.state())) == [
-            record(0, i) for i in range(5, 11)
-        ]
+        assert head + list(
+            TFRecordDataset(url, shard_options=ShardOptions(shard=(1, 2))).resume(it.state())
+        ) == [record(0, i) for i in range(5, 11)]
     finally:
         fs.rm("/ranges-test", recursive=True)
 
@@ -366,7 +390,7 @@ def test_reading_processes_split_one_file_by_records(tmp_path: Path) -> None:
     assert state["split"] == ["records", 2]
     assert flatten(head + list(ds.resume(state))) == first[:90]
     with pytest.raises(ShardingError, match=r"1 file\(s\) cannot be split among 2 readers .*num_workers"):
-        iter(TFRecordDataset(tmp_path, num_workers=2, shard_by="files"))
+        iter(TFRecordDataset(tmp_path, num_workers=2, shard_options=ShardOptions(shard_by="files")))
 
 
 def test_ranks_from_the_environment_times_reading_processes(
@@ -419,9 +443,11 @@ def test_a_wrong_offset_at_a_cut_is_a_located_error_not_a_silent_one(tmp_path: P
     lines[4] = "77 19"  # record 4 (the first of range 1 of 3) said to start two bytes late
     Path(paths[0] + ".idx").write_text("\n".join(lines) + "\n")
     with pytest.raises(tfrec.ChecksumError) as caught:
-        list(TFRecordDataset(tmp_path, shard=(1, 3)))
+        list(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(1, 3))))
     assert (caught.value.path, caught.value.index, caught.value.offset) == (paths[0], 4, 77)
     # Range 0 reads on to its byte end: record 4 starts before byte 77, so it is range 0's.
-    assert list(TFRecordDataset(tmp_path, shard=(0, 3))) == [record(0, i) for i in range(5)]
-    shares = read_all(tmp_path, 3, on_error="skip")  # nothing twice, nothing lost
+    assert list(TFRecordDataset(tmp_path, shard_options=ShardOptions(shard=(0, 3)))) == [
+        record(0, i) for i in range(5)
+    ]
+    shares = read_all(tmp_path, 3, read_options=ReadOptions(on_error="skip"))  # nothing twice, nothing lost
     assert sorted(r for share in shares for r in share) == every_record([12])

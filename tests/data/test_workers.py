@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrec
-from tfrec.data import TFRecordDataset
+from tfrec.data import ReadOptions, ShardOptions, TFRecordDataset
 from tfrec.data.parallel.slots import PREFIX
 from tfrec.errors import ShardingError, WorkerError
 
@@ -192,8 +192,10 @@ def test_any_layout_reads_every_record_once_with_processes(
         write_files(Path(tmp), sizes, gzip_every=3)
         seen: list[bytes] = []
         for shard in range(shards):
-            ds = TFRecordDataset(tmp, cycle_length=cycle, block_length=block, num_workers=workers, seed=shard,
-                                 shuffle_files=True, shard=(shard, shards)).shuffle(30).batch(7)  # fmt: skip
+            ds = TFRecordDataset(tmp, cycle_length=cycle, read_options=ReadOptions(block_length=block),
+                                 num_workers=workers, seed=shard, shuffle_files=True,
+                                 shard_options=ShardOptions(shard=(shard, shards)))  # fmt: skip
+            ds = ds.shuffle(30).batch(7)
             seen += [r for batch in ds for r in batch]
         counts = Counter(seen)
         assert sorted(counts) == every_record(sizes) and set(counts.values()) <= {1}
@@ -392,7 +394,7 @@ def test_persistent_workers_serve_the_next_iterators_exactly_as_new_ones_would(t
     assert [order for order, _ in runs[True]] == [order for order, _ in runs[False]]
     assert len({frozenset(pids) for _, pids in runs[True]}) == 1  # the same two processes throughout
     assert len({frozenset(pids) for _, pids in runs[False]}) == 3
-    pool = kept._idle_pool[1]  # type: ignore[index]
+    pool = kept._idle.kept[1]  # type: ignore[union-attr,index]
     name = pool.slots.pool
     del kept, pool
     gc.collect()

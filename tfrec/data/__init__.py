@@ -15,15 +15,20 @@ from __future__ import annotations
 from .index.format import build_index, read_index
 from .infer import infer_features
 from .paths import expand_paths, open_binary
-from .pipeline.dataset import DatasetIterator, TFRecordDataset
+from .pipeline.dataset import TFRecordDataset
+from .pipeline.interleave import ReadOptions
+from .pipeline.iterator import DatasetIterator
 from .random_access.source import RecordFileSource
+from .sharding.consumers import ShardOptions
 from .tfds.directory import TfdsSplit, from_tfds_dir, write_tfds_dir
 from .writing.shards import ShardedWriter, ShardInfo, WriteSummary, shard_name, write_dataset
 
 __all__ = [
     "DatasetIterator",
+    "ReadOptions",
     "RecordFileSource",
     "ShardInfo",
+    "ShardOptions",
     "ShardedWriter",
     "TFRecordDataset",
     "TfdsSplit",

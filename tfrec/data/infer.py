@@ -23,7 +23,7 @@ from typing import Any
 from ..features import FeaturesDict
 from ..features.infer import RecordSurvey, check_records_source
 from .paths import expand_paths
-from .pipeline.interleave import ReaderOptions
+from .pipeline.interleave import ReadOptions
 
 __all__ = ["infer_features"]
 
@@ -67,7 +67,7 @@ def infer_features(
     if records is not None:
         survey.add(records, "<records>")
         return survey.features()
-    options = ReaderOptions(compression, storage_options=storage_options)
+    options = ReadOptions(compression, storage_options=storage_options)
     for path in expand_paths(paths, storage_options=storage_options):
         if survey.full:
             break

@@ -4,7 +4,7 @@ Each DataLoader worker of each rank reads its own share of the files (worker
 info and rank are read when iteration starts, in the worker), so every record
 comes once per epoch however many workers and ranks there are. With fewer
 files than readers, indexed files (``{file}.idx``, :func:`tfrec.build_index`)
-are split by records instead (``shard_by=`` of :class:`tfrec.TFRecordDataset`,
+are split by records instead (``shard_by=`` of :class:`tfrec.ShardOptions`,
 which also evens out unequal files with ``shard_by="records"``). Batching and
 parsing happen inside tfrec (whole batches through the fast parser): use
 ``batch_size=None`` in the DataLoader and ``batch_size=`` here.
@@ -61,8 +61,7 @@ class TFRecordIterableDataset(IterableDataset):  # type: ignore[type-arg]
         source: a :class:`tfrec.TFRecordDataset` (with its shuffle / batch /
             map already chained), or paths, with the dataset's keyword
             arguments (``features=``, ``spec=``, ``shuffle_files=``,
-            ``cycle_length=``, ``seed=``, ``shard=``, ``shard_by=``,
-            ``index_paths=``, ...).
+            ``cycle_length=``, ``seed=``, ``read_options=``, ``shard_options=``, ...).
         shuffle_buffer: with paths: ``.shuffle(shuffle_buffer)``.
         batch_size: with paths: ``.batch(batch_size, drop_remainder=drop_last, pad=pad)``.
         drop_last: see ``batch_size``.

@@ -30,7 +30,7 @@ They stop when the iterator is closed, exhausted or garbage collected, and
 the shared memory goes with them.
 
 Example:
-    >>> pool = WorkerPool(plan, Run(seed=0), processes=2)
+    >>> pool = WorkerPool(recipe, Run(seed=0), processes=2)
     >>> stage = pool.stage(epoch=(0,), state=None)
     >>> stage.pull()
 """
@@ -47,10 +47,10 @@ import weakref
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ...errors import DatasetStateError, TfrecError, WorkerError
-from ..pipeline.stage import Context, Plan, Run, Stage
+from ...errors import DatasetStateError, InvalidArgumentError, WorkerError
+from ..pipeline.stage import Context, PipelineRecipe, Run, Stage
 from .slots import SlotReader, new_pool_id, unlink_segments
-from .worker import AHEAD, POLL, worker_main
+from .worker import POLL, PULLS_AHEAD, worker_main
 
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
@@ -100,15 +100,17 @@ def _shutdown(processes: list[_Process], reader: SlotReader) -> None:
         p.commands.close()
         p.data.close()
     reader.close()
-    unlink_segments(reader.pool, len(processes), AHEAD)  # a process that was killed left its slots
+    unlink_segments(reader.pool, len(processes), PULLS_AHEAD)  # a process that was killed left its slots
 
 
 class WorkerPool:
-    """``processes`` reading processes running ``plan`` (whose ops all run in the processes)."""
+    """``processes`` reading processes running ``recipe`` (whose ops all run in the processes)."""
 
-    def __init__(self, plan: Plan, run: Run, processes: int, start_method: str | None = None) -> None:
+    def __init__(
+        self, recipe: PipelineRecipe, run: Run, processes: int, start_method: str | None = None
+    ) -> None:
         if multiprocessing.current_process().daemon:
-            raise TfrecError(
+            raise InvalidArgumentError(
                 f"num_workers={processes} cannot start reading processes inside a daemon process "
                 "(a torch DataLoader worker, say): use num_workers=0 there and let the DataLoader's "
                 "workers read in parallel"
@@ -132,7 +134,7 @@ class WorkerPool:
                     target=worker_main,
                     args=(
                         index,
-                        plan,
+                        recipe,
                         worker_run,
                         self.slots.pool,
                         dict(os.environ),
@@ -145,7 +147,7 @@ class WorkerPool:
                 try:
                     process.start()
                 except (pickle.PicklingError, AttributeError, TypeError) as exc:
-                    raise TfrecError(
+                    raise InvalidArgumentError(
                         f"the pipeline cannot be sent to reading processes: {exc}. Hint: functions given "
                         "to map()/filter() must be picklable (defined at module level, not lambdas) "
                         "when num_workers > 0"
@@ -169,6 +171,33 @@ class WorkerPool:
 
     def close(self) -> None:
         self._finalizer()
+
+
+class IdlePool:
+    """The reading processes a finished iterator left for the next iterator of a dataset
+    (``persistent_workers``), with what they run (the key). Pickles empty: processes do not travel.
+    """
+
+    def __init__(self) -> None:
+        self.kept: tuple[Any, WorkerPool] | None = None
+
+    def take(self, key: Any) -> WorkerPool | None:
+        """The kept processes if they run ``key`` (and still live); others are stopped."""
+        kept, self.kept = self.kept, None
+        if kept is not None and kept[0] == key and kept[1].alive():
+            return kept[1]
+        if kept is not None:
+            kept[1].close()
+        return None
+
+    def keep(self, key: Any, pool: WorkerPool) -> None:
+        if self.kept is not None or not pool.alive():  # another iterator's are kept already
+            pool.close()
+        else:
+            self.kept = (key, pool)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (IdlePool, ())
 
 
 class _PoolStage:

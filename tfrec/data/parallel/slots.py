@@ -10,7 +10,7 @@ pipe. The consumer copies every buffer out of the slot as it unpickles, so
 the slot is free again as soon as the pull is received, and what it hands
 out owns its memory like any other array.
 
-Each process owns :data:`~tfrec.data.workers.AHEAD` slots, one per pull it
+Each process owns :data:`~tfrec.data.parallel.worker.PULLS_AHEAD` slots, one per pull it
 may have in flight, reused round-robin and replaced by a larger one when a
 pull does not fit. A slot's segment is named ``tfrec_shm_<pool>_<process>_<slot>``
 (:func:`segment_name`), so whoever holds the pool's id can find every segment

@@ -5,7 +5,7 @@ shared-memory slot per pull in flight; it keeps the pipeline's state after each
 pull it sent, back to the last one the consumer took (see :mod:`tfrec.data.parallel.pool`).
 
 Example:
-    >>> worker_main(0, plan, run, commands, data, pool_id)   # the target of each process
+    >>> worker_main(0, recipe, run, commands, data, pool_id)   # the target of each process
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 from ...allocator import keep_freed_memory
 from ...errors import WorkerError
 from ..pipeline.assemble import build
-from ..pipeline.stage import Plan, Run, Stage
+from ..pipeline.stage import PipelineRecipe, Run, Stage
 from .slots import SlotWriter
 
-AHEAD = 3  # pulls a process may be ahead of what the consumer has received (= its slots)
+PULLS_AHEAD = 3  # pulls a process may be ahead of what the consumer has received (= its slots)
 
 
 POLL = 0.05  # seconds between checks for commands / liveness
@@ -61,7 +61,7 @@ def _send_loop(outbox: queue.Queue[Any], data: Connection) -> None:
 
 def worker_main(
     index: int,
-    plan: Plan,
+    recipe: PipelineRecipe,
     run: Run,
     pool: str,
     environ: dict[str, str],
@@ -73,8 +73,8 @@ def worker_main(
     if os.environ != environ:  # forked by a fork server started earlier: the consumer's environment now
         os.environ.clear()
         os.environ.update(environ)
-    outbox: queue.Queue[Any] = queue.Queue()  # bounded by the credits (AHEAD)
-    slots = SlotWriter(pool, index, AHEAD)
+    outbox: queue.Queue[Any] = queue.Queue()  # bounded by the credits (PULLS_AHEAD)
+    slots = SlotWriter(pool, index, PULLS_AHEAD)
     sender = threading.Thread(target=_send_loop, args=(outbox, data), daemon=True)
     sender.start()
     stage: Stage | None = None
@@ -84,7 +84,7 @@ def worker_main(
     history: collections.OrderedDict[int, Any] = collections.OrderedDict()
     try:
         while True:
-            busy = stage is not None and seq - received < AHEAD
+            busy = stage is not None and seq - received < PULLS_AHEAD
             if commands.poll(0 if busy else POLL):
                 command = commands.recv()
                 kind = command[0]
@@ -95,7 +95,7 @@ def worker_main(
                     seq = received = 0
                     history = collections.OrderedDict({0: state})
                     try:
-                        stage = build(plan, Run(seed, run.consumer), epoch, state)
+                        stage = build(recipe, Run(seed, run.consumer), epoch, state)
                     except BaseException as exc:
                         stage = None
                         outbox.put((("error", token, worker_exception(index, exc)), None))
@@ -137,8 +137,9 @@ def worker_main(
             seq += 1
             history[seq] = stage.state()
             try:
-                # Pull seq takes slot (seq - 1) % AHEAD: the consumer is done with pull seq - AHEAD.
-                header, inband = slots.pack(items, (seq - 1) % AHEAD)
+                # Pull seq takes slot (seq - 1) % PULLS_AHEAD: the consumer is done with the pull
+                # PULLS_AHEAD before it, which used that slot.
+                header, inband = slots.pack(items, (seq - 1) % PULLS_AHEAD)
             except Exception as exc:  # a map() result that does not pickle, say
                 stage.close()
                 stage = None

@@ -1,7 +1,8 @@
-"""The reading pipeline: a dataset, the plan that assembles it, and one module per step (data layer).
+"""The reading pipeline: a dataset, the recipe that assembles it, and one module per step (data layer).
 
-``dataset`` is the public face; ``stage`` the vocabulary (ops, stages, the
-plan); ``assemble`` builds a running pipeline; ``interleave`` reads the files;
+``dataset`` is the public face and ``iterator`` runs it; ``stage`` the vocabulary
+(ops, stages, the recipe); ``assemble`` decides where each op runs and builds the
+stages; ``interleave`` reads the files (its ``ReadOptions`` say how);
 ``shuffle``, ``elements`` (map, filter), ``batch``, ``take``, ``repeat`` and
 ``prefetch`` are the steps; ``decode`` turns records into values.
 

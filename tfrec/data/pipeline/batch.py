@@ -33,7 +33,7 @@ class BatchOp(Op):
     def stage(
         self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
     ) -> Stage:
-        decoder = ctx.plan.decoder if ctx.raw_inputs[position] else None
+        decoder = ctx.recipe.decoder if ctx.raw_inputs[position] else None
         return _BatchStage(self, upstream(epoch, up_state(state)), decoder, state)
 
     def describe(self) -> str:

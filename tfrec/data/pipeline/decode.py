@@ -14,9 +14,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import SchemaError
+from ...errors import SchemaChoiceError, SchemaError
 from ...example import parse_example, parse_single_example
 from ...features import FeaturesDict
+
+
+def check_features_or_spec(features: Any, spec: Any, owner: str) -> None:
+    """Records decode through ``features=`` or through ``spec=`` (or stay bytes): never both.
+
+    The one place that rule is checked, for datasets and random-access sources alike.
+    """
+    if features is not None and spec is not None:
+        raise SchemaChoiceError(f"{owner}: give features= or spec=, not both")
 
 
 class Decoder:
@@ -25,9 +34,13 @@ class Decoder:
     Picklable: worker processes receive a copy.
     """
 
-    def __init__(self, features: FeaturesDict | Mapping[str, Any] | None, spec: Mapping[str, Any] | None):
-        if features is not None and spec is not None:
-            raise SchemaError("pass features= or spec=, not both")
+    def __init__(
+        self,
+        features: FeaturesDict | Mapping[str, Any] | None,
+        spec: Mapping[str, Any] | None,
+        owner: str = "TFRecordDataset",
+    ):
+        check_features_or_spec(features, spec, owner)
         if features is not None and not isinstance(features, FeaturesDict):
             features = FeaturesDict(dict(features))
         self.features = features

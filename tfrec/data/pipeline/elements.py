@@ -22,7 +22,7 @@ class MapOp(Op):
     def stage(
         self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
     ) -> Stage:
-        decoder = ctx.plan.decoder if ctx.raw_inputs[position] and not ctx.plan.decoder.raw else None
+        decoder = ctx.recipe.decoder if ctx.raw_inputs[position] and not ctx.recipe.decoder.raw else None
         return _ElementStage(upstream(epoch, up_state(state)), decoder, self.fn, None)
 
     def describe(self) -> str:
@@ -37,7 +37,7 @@ class FilterOp(Op):
     def stage(
         self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
     ) -> Stage:
-        decoder = ctx.plan.decoder if ctx.raw_inputs[position] and not ctx.plan.decoder.raw else None
+        decoder = ctx.recipe.decoder if ctx.raw_inputs[position] and not ctx.recipe.decoder.raw else None
         return _ElementStage(upstream(epoch, up_state(state)), decoder, None, self.predicate)
 
     def describe(self) -> str:
@@ -53,7 +53,7 @@ class DecodeOp(Op):
     def stage(
         self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
     ) -> Stage:
-        return _ElementStage(upstream(epoch, up_state(state)), ctx.plan.decoder, None, None)
+        return _ElementStage(upstream(epoch, up_state(state)), ctx.recipe.decoder, None, None)
 
 
 class _ElementStage:

@@ -14,7 +14,7 @@ The state is small: for each open file, the byte offset and index at which its
 read-ahead started and how many of those records were handed out.
 
 Example:
-    >>> records = InterleavedRecords(["a.tfrecord", "b.tfrecord"], ReaderOptions(), cycle_length=2)
+    >>> records = InterleavedRecords(["a.tfrecord", "b.tfrecord"], ReadOptions(), cycle_length=2)
     >>> records.pull()   # a list of bytes: a0, b0, a1, b1, ...
 """
 
@@ -26,26 +26,49 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ...arguments import ON_ERROR, check_choice, check_count
 from ...errors import TfrecError
 from ...record import RecordReader, resolve_compression
 from ..index.format import FRAMING
 from ..paths import local_path, open_binary
 from ..sharding.ranges import FileRange
 
-__all__ = ["InterleavedRecords", "ReaderOptions"]
+__all__ = ["InterleavedRecords", "ReadOptions"]
 
-AHEAD = 256  # records read ahead per open file
-PULL = 1024  # records handed out per pull, at least
+RECORDS_AHEAD = 256  # records read ahead per open file
+RECORDS_PER_PULL = 1024  # records handed out per pull, at least
 
 
 @dataclass(frozen=True)
-class ReaderOptions:
-    """How each file is read (passed to :class:`~tfrec.RecordReader`)."""
+class ReadOptions:
+    """How each file of a dataset is read: compression, checksums, damaged records, remote storage, turns.
+
+    Frozen and picklable (reading processes receive a copy); checked when made.
+
+    Args:
+        compression: ``"auto"`` (from each file's suffix), ``None``, ``"gzip"`` or ``"zlib"``.
+        verify_checksums: check both CRCs of every record.
+        on_error: ``"raise"``, ``"skip"`` or ``"warn"`` on a damaged record
+            (see :class:`~tfrec.RecordReader`).
+        storage_options: passed to fsspec for URLs.
+        block_length: consecutive records taken from a file per turn of the
+            interleave (tf.data's ``block_length``; ``cycle_length`` files take turns).
+
+    Example:
+        >>> ds = tfrec.TFRecordDataset("data/*.tfrecord", read_options=tfrec.ReadOptions(on_error="skip"))
+    """
 
     compression: str | None = "auto"
     verify_checksums: bool = True
     on_error: str = "raise"
     storage_options: Mapping[str, Any] | None = field(default=None, hash=False)
+    block_length: int = 1
+
+    def __post_init__(self) -> None:
+        resolve_compression(self.compression, None)  # an unknown name fails here, not in a file
+        check_choice("on_error", self.on_error, ON_ERROR)
+        object.__setattr__(self, "verify_checksums", bool(self.verify_checksums))
+        object.__setattr__(self, "block_length", check_count("block_length", self.block_length))
 
     def open(self, path: str, offset: int = 0, index: int = 0) -> tuple[RecordReader, IO[bytes] | None]:
         """A reader of ``path`` from ``offset``; and the stream to close when it is a URL."""
@@ -75,7 +98,7 @@ class _OpenFile:
     (offset, index, records to skip) starts elsewhere, as saved by :meth:`state`.
     """
 
-    def __init__(self, position: int, path: str, options: ReaderOptions, resume: Sequence[int] | None = None):
+    def __init__(self, position: int, path: str, options: ReadOptions, resume: Sequence[int] | None = None):
         self.position = position  # the file's place in this epoch's list
         piece = path if isinstance(path, FileRange) else None
         if resume is None:
@@ -98,7 +121,7 @@ class _OpenFile:
     def available(self) -> int:
         return len(self.ahead) - self.taken
 
-    def refill(self, count: int = AHEAD) -> None:
+    def refill(self, count: int = RECORDS_AHEAD) -> None:
         """Read the next records ahead; an error is kept until the records before it are handed out."""
         if self.error is not None:
             error, self.error = self.error, None
@@ -166,23 +189,22 @@ class InterleavedRecords:
 
     Args:
         files: this epoch's files, in reading order.
-        options: how to read each file.
+        options: how to read each file, and how many consecutive records a turn takes from one
+            (``block_length``).
         cycle_length: files open at once.
-        block_length: consecutive records taken from a file per turn.
         state: a :meth:`state` to resume from.
     """
 
     def __init__(
         self,
         files: Sequence[str],
-        options: ReaderOptions,
+        options: ReadOptions,
         cycle_length: int = 1,
-        block_length: int = 1,
         state: Mapping[str, Any] | None = None,
     ) -> None:
         self.files = list(files)
         self.options = options
-        self.block_length = block_length
+        self.block_length = options.block_length
         self.slots: list[_OpenFile | None] = [None] * cycle_length
         self.next_file = 0
         self.turn = 0  # the slot whose turn it is
@@ -213,7 +235,7 @@ class InterleavedRecords:
             raise error
         out: list[bytes] = []
         try:
-            while len(out) < PULL and self._step(out):
+            while len(out) < RECORDS_PER_PULL and self._step(out):
                 pass
         except TfrecError as exc:
             if not out:

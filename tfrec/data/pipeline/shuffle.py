@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .stage import Context, Op, Plan, Run, Stage, Upstream, up_state
+from .stage import Context, Op, PipelineRecipe, Run, Stage, Upstream, up_state
 
 # Tags that keep the random streams of different purposes apart.
 FILES_TAG = 1
@@ -31,10 +31,10 @@ FILES_TAG = 1
 SHUFFLE_TAG = 2
 
 
-def epoch_files(plan: Plan, run: Run, epoch: tuple[int, ...]) -> list[str]:
+def epoch_files(recipe: PipelineRecipe, run: Run, epoch: tuple[int, ...]) -> list[str]:
     """This consumer's files for ``epoch``, in reading order (shuffled per epoch if asked)."""
-    files = run.consumer.files(plan.files)
-    if plan.shuffle_files:
+    files = run.consumer.files(recipe.files)
+    if recipe.shuffle_files:
         order = run.generator(FILES_TAG, 0, epoch).permutation(len(files)).tolist()
         files = [files[i] for i in order]
     return files

@@ -1,4 +1,4 @@
-"""The vocabulary of a dataset pipeline: ops, their running stages, the plan (data layer).
+"""The vocabulary of a dataset pipeline: ops, their running stages, the recipe (data layer).
 
 A dataset is a source of records followed by *ops* (frozen dataclasses, so
 picklable: DataLoader workers and reading processes receive copies). Running
@@ -12,8 +12,8 @@ decode one record at a time, ``batch`` decodes the whole batch in one call to
 the batched parser, and records still raw at the end are decoded one by one.
 
 Example:
-    >>> plan = Plan(files=("a.tfrecord",), options=ReaderOptions(), ops=(BatchOp(32),))
-    >>> stage = build(plan, Run(seed=0), epoch=(0,))
+    >>> recipe = PipelineRecipe(files=("a.tfrecord",), options=ReadOptions(), ops=(BatchOp(32),))
+    >>> stage = build(recipe, Run(seed=0), epoch=(0,))
     >>> stage.pull()   # [first batch]
 """
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from ..sharding.consumers import Consumer
 from .decode import Decoder
-from .interleave import ReaderOptions
+from .interleave import ReadOptions
 
 
 class Stage(Protocol):
@@ -67,23 +67,25 @@ class Op:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """Everything needed to run a pipeline in any process (picklable)."""
+class PipelineRecipe:
+    """Everything needed to run a pipeline in any process (picklable): files, how to read them, the ops.
+
+    Named apart from the parse plans of :mod:`tfrec.example.parse.plan`, which are another thing.
+    """
 
     files: tuple[str, ...]
-    options: ReaderOptions = field(default_factory=ReaderOptions)
+    options: ReadOptions = field(default_factory=ReadOptions)
     ops: tuple[Op, ...] = ()
     decoder: Decoder = field(default_factory=lambda: Decoder(None, None), compare=False)
     cycle_length: int = 1
-    block_length: int = 1
     shuffle_files: bool = False
 
 
 @dataclass
 class Context:
-    """A plan being run: what each op's stage needs to know besides its upstream."""
+    """A recipe being run: what each op's stage needs to know besides its upstream."""
 
-    plan: Plan
+    recipe: PipelineRecipe
     run: Run
     raw_inputs: list[bool]  # per op: whether its input elements are still raw records
 

@@ -38,6 +38,7 @@ from ..index.format import (
     scan_index,
 )
 from ..paths import expand_paths
+from ..pipeline.decode import check_features_or_spec
 
 __all__ = ["RecordFileSource"]
 
@@ -78,8 +79,7 @@ class RecordFileSource:
         spec: Mapping[str, Any] | None = None,
         index_paths: Sequence[PathLike] | None = None,
     ) -> None:
-        if features is not None and spec is not None:
-            raise InvalidArgumentError("RecordFileSource: give features= or spec=, not both")
+        check_features_or_spec(features, spec, "RecordFileSource")
         if features is not None and not isinstance(features, FeaturesDict):
             raise InvalidArgumentError(
                 f"RecordFileSource: features must be a FeaturesDict, not {type(features).__name__}"

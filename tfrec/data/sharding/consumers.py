@@ -42,6 +42,7 @@ from .ranges import RecordRanges, locate_indexes, split_records
 __all__ = [
     "SHARD_BY",
     "Consumer",
+    "ShardOptions",
     "check_shard_by",
     "detect_consumer",
     "detect_loader_worker",
@@ -125,6 +126,48 @@ def _too_few_files(files: int, consumer: Consumer, why_not_records: str = "") ->
         "Hint: write more shards (tfrec.ShardedWriter), index uncompressed files (tfrec.build_index) "
         "so that records are split, or lower num_workers / DataLoader workers"
     )
+
+
+@dataclass(frozen=True)
+class ShardOptions:
+    """How a dataset is shared among its readers (ranks x DataLoader workers x reading processes).
+
+    Frozen and picklable; checked when made.
+
+    Args:
+        shard: ``(index, count)`` of this rank; by default from ``RANK`` /
+            ``WORLD_SIZE`` or an initialised ``torch.distributed``.
+        shard_by: ``"files"``: each reader reads whole files, and fewer files
+            than readers is a :class:`~tfrec.ShardingError`. ``"records"``: the
+            records of all files are cut into one contiguous range per reader,
+            equal to within one record (a range may start mid-file); every file
+            needs an index. ``"auto"``: files when there are at least as many
+            files as readers, else records when every file has an index (else
+            the ShardingError, saying why).
+        index_paths: the index file of each of the dataset's files, in that
+            order (DALI ``tfrecord2idx`` format); by default ``{file}.idx`` beside
+            each file, as :func:`tfrec.build_index` writes it. Used only to split
+            records; compressed files cannot have one.
+
+    Example:
+        >>> ds = tfrec.TFRecordDataset("data/", shard_options=tfrec.ShardOptions(shard=(rank, world_size)))
+    """
+
+    shard: tuple[int, int] | None = None
+    shard_by: str = "auto"
+    index_paths: Sequence[str | os.PathLike[str]] | None = None  # kept as a tuple of str
+
+    def __post_init__(self) -> None:
+        if self.shard is not None:
+            index, count = self.shard
+            object.__setattr__(self, "shard", _check_shard(int(index), int(count), "shard="))
+        check_shard_by(self.shard_by)
+        if self.index_paths is not None:
+            if isinstance(self.index_paths, (str, os.PathLike)):
+                raise InvalidArgumentError(
+                    "index_paths must be a list of paths, one per file, not a single path"
+                )
+            object.__setattr__(self, "index_paths", tuple(os.fspath(p) for p in self.index_paths))
 
 
 def check_shard_by(shard_by: str) -> str:

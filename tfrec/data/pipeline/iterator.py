@@ -1,0 +1,210 @@
+"""One pass over a dataset: running its pipeline, and the state that resumes it exactly (data layer).
+
+The iterator splits the files among every reader, asks :func:`~tfrec.data.pipeline.assemble.place`
+which ops run in the reading processes and which here, builds the stages and
+hands out their elements. Its :meth:`DatasetIterator.state` is plain data,
+checked field by field before a dataset resumes from it.
+
+Example:
+    >>> it = iter(ds); next(it); state = it.state()
+    >>> rest = ds.resume(state)      # a DatasetIterator that continues after the first element
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ...allocator import keep_freed_memory
+from ...errors import DatasetStateError
+from ..parallel.pool import IdlePool, WorkerPool
+from ..sharding.consumers import Consumer, ShardOptions, detect_consumer, split_among
+from .assemble import build, place
+from .stage import PipelineRecipe, Run, Stage
+
+__all__ = ["STATE_FORMAT", "DatasetIterator", "fingerprint"]
+
+STATE_FORMAT = "tfrec.data.state/1"
+FINGERPRINT_PARTS = ("files", "reading options", "ops", "decoder", "num_workers")
+
+
+def fingerprint(recipe: PipelineRecipe, num_workers: int) -> list[Any]:
+    """What a saved state must match: files, reading options, ops, decoder and processes."""
+    return [
+        list(recipe.files),
+        [recipe.cycle_length, recipe.options.block_length, recipe.shuffle_files, recipe.options.compression],
+        [op.describe() for op in recipe.ops],
+        repr(recipe.decoder),
+        num_workers,
+    ]
+
+
+class DatasetIterator(Iterator[Any]):
+    """One pass over a :class:`~tfrec.TFRecordDataset`; :meth:`state` says exactly where it stands.
+
+    Made by ``iter(dataset)`` or ``dataset.resume(state)``. Closes its files and
+    stops its reading processes when exhausted, on :meth:`close`, or when
+    garbage collected (or leaves them to ``idle`` for the dataset's next iterator).
+
+    Args:
+        recipe: the dataset's pipeline.
+        state: a saved :meth:`state` to continue from, or ``None``.
+        num_workers: reading processes (0: everything runs in this process).
+        seed: the seed of every random choice; ``None`` draws one (saved in the state).
+        epoch: the epoch that seeds file order and shuffles.
+        shard_options: how the data is shared among readers.
+        start_method: multiprocessing start method of the reading processes.
+        idle: where reading processes are kept between iterators (``persistent_workers``).
+
+    Example:
+        >>> it = iter(ds)
+        >>> batch = next(it); state = it.state(); it.close()
+    """
+
+    def __init__(
+        self,
+        recipe: PipelineRecipe,
+        state: Mapping[str, Any] | None = None,
+        *,
+        num_workers: int = 0,
+        seed: int | None = None,
+        epoch: int = 0,
+        shard_options: ShardOptions | None = None,
+        start_method: str | None = None,
+        idle: IdlePool | None = None,
+    ) -> None:
+        keep_freed_memory()  # batches of decoded records: see tfrec.allocator
+        sharding = shard_options if shard_options is not None else ShardOptions()
+        self._fingerprint = fingerprint(recipe, num_workers)
+        if state is not None:
+            check_state(state, self._fingerprint)
+            seed, epoch = int(state["seed"]), int(state["epoch"])
+        elif seed is None:
+            seed = secrets.randbits(63)
+        self._seed, self._epoch = seed, epoch
+        # Split now, among every reader: too few files fails here, not in a process.
+        readers = split_among(
+            detect_consumer(sharding.shard).with_process(0, max(num_workers, 1)),
+            recipe.files,
+            shard_by=sharding.shard_by,
+            compression=recipe.options.compression,
+            storage_options=recipe.options.storage_options,
+            index_paths=None
+            if sharding.index_paths is None
+            else [os.fspath(p) for p in sharding.index_paths],
+            shuffle_files=recipe.shuffle_files,
+        )
+        readers.files(recipe.files)
+        self._split = split_of(readers)
+        if state is not None:
+            check_split(state, self._split)
+        consumer = readers.with_process(0, 1)
+        run = Run(seed, consumer)
+        self._pool: WorkerPool | None = None
+        self._idle: IdlePool | None = None
+        self._pool_key: Any = None
+        self._pending: list[Any] = list(state["pending"]) if state is not None else []
+        self._position = 0
+        self._stage: Stage | None = None
+        if state is not None and state["finished"]:
+            return  # nothing left but what was pending
+        saved = state["pipeline"] if state is not None else None
+        placement = place(recipe, num_workers)
+        if placement.processes is None:
+            self._stage = build(placement.consumer, run, (epoch,), saved)
+            return
+        self._pool_key = (placement.processes.ops, consumer, num_workers, start_method)
+        self._idle = idle
+        kept = idle.take(self._pool_key) if idle is not None else None
+        self._pool = kept or WorkerPool(placement.processes, run, num_workers, start_method)
+        self._pool.seed = seed
+        self._stage = build(
+            placement.consumer, run, (epoch,), saved, source=self._pool.stage, raw=placement.consumer_raw
+        )
+
+    def __iter__(self) -> DatasetIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._position < len(self._pending):
+            self._position += 1
+            return self._pending[self._position - 1]
+        if self._stage is None:
+            raise StopIteration
+        try:
+            self._pending = self._stage.pull()
+        except BaseException:
+            self.close()
+            raise
+        self._position = 1
+        return self._pending[0]
+
+    def state(self) -> dict[str, Any]:
+        """Where this iterator stands: pass it to :meth:`TFRecordDataset.resume` (picklable).
+
+        It holds the files' byte offsets, the epoch, the random generators'
+        states and the shuffle buffers' contents (raw records).
+        """
+        return {
+            "format": STATE_FORMAT,
+            "fingerprint": self._fingerprint,
+            "seed": self._seed,
+            "epoch": self._epoch,
+            "split": self._split,
+            "pipeline": self._stage.state() if self._stage is not None else None,
+            "finished": self._stage is None,
+            "pending": list(self._pending[self._position :]),
+        }
+
+    def close(self) -> None:
+        """Stop reading: close files, stop background threads and reading processes."""
+        if self._stage is not None:
+            stage, self._stage = self._stage, None
+            stage.close()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            if self._idle is not None:  # persistent_workers: kept for the dataset's next iterator
+                self._idle.keep(self._pool_key, pool)
+            else:
+                pool.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def __enter__(self) -> DatasetIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def split_of(readers: Consumer) -> list[Any]:
+    """How the data is split among the readers, as saved in states: ["files" | "records", readers]."""
+    return ["records" if readers.ranges is not None else "files", readers.count]
+
+
+def check_split(state: Mapping[str, Any], split: list[Any]) -> None:
+    saved = state.get("split")
+    if saved is not None and list(saved) != split:
+        raise DatasetStateError(
+            f"the state was saved reading {saved[0]} split among {saved[1]} reader(s), and this "
+            f"iterator reads {split[0]} split among {split[1]}: resume with the same ranks, "
+            "DataLoader workers, num_workers and index files"
+        )
+
+
+def check_state(state: Mapping[str, Any], fingerprint: list[Any]) -> None:
+    if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+        raise DatasetStateError(f"not a saved iterator state of this version ({STATE_FORMAT})")
+    if state["fingerprint"] != fingerprint:
+        differ = [
+            n for n, a, b in zip(FINGERPRINT_PARTS, state["fingerprint"], fingerprint, strict=False) if a != b
+        ]
+        raise DatasetStateError(
+            f"the state belongs to another dataset: its {', '.join(differ) or 'layout'} "
+            "differ from this one's"
+        )
