@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from ...errors import TfrecError
 from ...record import RecordReader, resolve_compression
-from ..index.format import FRAMING
+from ...record.frame import FRAMING
 from ..paths import local_path, open_binary
 from ..sharding.ranges import FileRange
 
