@@ -113,6 +113,13 @@ def test_batch_size_must_be_a_positive_int(tmp_path: Path, size: object) -> None
         next(tfrec.read_batches(path, size))  # type: ignore[arg-type]
 
 
+def test_a_bad_batch_size_is_an_invalid_argument(tmp_path: Path) -> None:
+    path = tmp_path / "x.tfrecord"
+    tfrec.write_records(path, [b"a"])
+    with pytest.raises(tfrec.InvalidArgumentError):
+        next(tfrec.read_batches(path, 0))
+
+
 def test_a_batch_after_skipped_damage_names_its_first_record(tmp_path: Path) -> None:
     path = tmp_path / "x.tfrecord"
     tfrec.write_records(path, [b"first", b"second", b"third"])

@@ -788,6 +788,21 @@ def test_reader_rejects_invalid_arguments(kwargs: dict[str, Any], words: str) ->
     assert words in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"on_error": "ignore"},
+        {"start_offset": -1},
+        {"start_index": -1},
+        {"compression": "lz4"},
+        {"compression": 3},
+    ],
+)
+def test_reader_rejects_invalid_arguments_with_invalid_argument_error(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(tfrec.InvalidArgumentError):
+        tfrec.RecordReader(io.BytesIO(b""), **kwargs)
+
+
 # -- file life cycle ----------------------------------------------------------------------------
 
 
