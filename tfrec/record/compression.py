@@ -61,7 +61,9 @@ def resolve_compression(compression: str | None, path: str | os.PathLike[str] | 
         suffix = os.path.splitext(os.fspath(path))[1].lower()
         return _SUFFIXES.get(suffix)  # type: ignore[return-value]
     if name not in _NAMES:
-        raise InvalidArgumentError(f"unknown compression {compression!r}: expected None, 'gzip', 'zlib' or 'auto'")
+        raise InvalidArgumentError(
+            f"unknown compression {compression!r}: expected None, 'gzip', 'zlib' or 'auto'"
+        )
     return _NAMES[name]
 
 
@@ -219,4 +221,6 @@ def open_compressed(raw: IO[bytes], compression: Compression, level: int | None)
 def check_level(level: int | None) -> None:
     """Reject a compression level zlib would not accept (``None`` is zlib's default, as in TF)."""
     if level is not None and not -1 <= level <= 9:
-        raise InvalidArgumentError(f"compression_level must be between 0 and 9 (or -1 for the default), not {level}")
+        raise InvalidArgumentError(
+            f"compression_level must be between 0 and 9 (or -1 for the default), not {level}"
+        )

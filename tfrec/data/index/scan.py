@@ -18,13 +18,13 @@ import numpy as np
 
 from ...errors import InvalidArgumentError, MissingFileError
 from ...record import frame, resolve_compression
+from ...record.compression import GZIP_MAGIC
 from ...record.positioned import read_fully
 from .format import INDEX_SUFFIX, FileIndex, write_index
 
 __all__ = ["build_index", "check_uncompressed", "scan_index"]
 
 _SCAN_WINDOW = 1 << 16  # bytes of headers (and small payloads between them) read at once by the scan
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def check_uncompressed(path: str, compression: str | None = "auto", *, purpose: str) -> None:
@@ -78,7 +78,7 @@ def scan_index(path: str | os.PathLike[str], *, compression: str | None = "auto"
             length, stored = frame.unpack_header(window, at)
             if length_crc(length) != stored:
                 hint = "the length field is damaged"
-                if pos == 0 and window.startswith(_GZIP_MAGIC):
+                if pos == 0 and window.startswith(GZIP_MAGIC):
                     hint = "the file looks gzip-compressed, and random access needs an uncompressed file"
                 raise frame.length_error(length, stored, hint, path=path, index=len(offsets), offset=pos)
             end = pos + length + frame.FRAMING
