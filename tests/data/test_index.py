@@ -117,16 +117,16 @@ def test_build_index_reads_headers_not_payloads(tmp_path: Path, monkeypatch: pyt
     records = [bytes([i]) * (1 << 20) for i in range(3)]
     path = tmp_path / "big.tfrecord"
     tfrec.write_records(path, records)
-    import tfrec.data.index.format as index_module
+    import tfrec.record.positioned as positioned_module
 
     reads: list[tuple[int, int]] = []
-    real = index_module._pread
+    real = positioned_module.pread
 
     def spy(fd: int, size: int, offset: int) -> bytes:
         reads.append((offset, size))
         return real(fd, size, offset)
 
-    monkeypatch.setattr(index_module, "_pread", spy)
+    monkeypatch.setattr(positioned_module, "pread", spy)
     build_index(path)
     frame = (1 << 20) + 16
     assert [offset for offset, _ in reads] == [0, frame, 2 * frame]  # one small window per header

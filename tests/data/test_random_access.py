@@ -108,13 +108,13 @@ def test_getitems_reads_adjacent_frames_together(tmp_path: Path, monkeypatch: py
     expected = shards[0] + shards[1]
     source = RecordFileSource(paths)
     calls: list[int] = []
-    real = source_module.read_frames.__globals__["_pread"]
+    real = source_module.read_frames.__globals__["pread"]
 
     def counting(fd: int, size: int, offset: int) -> bytes:
         calls.append(size)
         return real(fd, size, offset)
 
-    monkeypatch.setitem(source_module.read_frames.__globals__, "_pread", counting)
+    monkeypatch.setitem(source_module.read_frames.__globals__, "pread", counting)
     small = [i for i in range(80) if len(expected[i]) <= 10]
     for keys in ([3, 3, 1], small[::-1], list(range(80)), [rng.randrange(80) for _ in range(200)]):
         calls.clear()

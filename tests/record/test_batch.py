@@ -113,6 +113,13 @@ def test_batch_size_must_be_a_positive_int(tmp_path: Path, size: object) -> None
         next(tfrec.read_batches(path, size))  # type: ignore[arg-type]
 
 
+def test_a_bad_batch_size_is_an_invalid_argument(tmp_path: Path) -> None:
+    path = tmp_path / "x.tfrecord"
+    tfrec.write_records(path, [b"a"])
+    with pytest.raises(tfrec.InvalidArgumentError):
+        next(tfrec.read_batches(path, 0))
+
+
 def test_a_batch_after_skipped_damage_names_its_first_record(tmp_path: Path) -> None:
     path = tmp_path / "x.tfrecord"
     tfrec.write_records(path, [b"first", b"second", b"third"])
@@ -210,8 +217,8 @@ def test_clean_blocks_are_checked_without_a_crc_call_per_record(tmp_path: Path) 
     path, records = _big_file(tmp_path)
     reader = tfrec.RecordReader(path)
     calls: list[int] = []
-    check = reader._crc
-    reader._crc = lambda data: calls.append(len(data)) or check(data)  # type: ignore[method-assign]
+    check = reader._blocks.crc
+    reader._blocks.crc = lambda data: calls.append(len(data)) or check(data)
     assert [r for b in reader.batches(1000) for r in b] == records
     # Only the first block (1 MiB, read before any read-ahead; records of 3 KB are checked one by
     # one faster without the block's CRC) and the records cut by block boundaries.

@@ -199,6 +199,12 @@ def test_invalid_backend_variable_raises_a_clear_error(
         tfrec.RecordReader(Path("anything.tfrecord"))
 
 
+def test_an_unknown_backend_name_is_an_invalid_argument(fresh_crc_backend: pytest.MonkeyPatch) -> None:
+    fresh_crc_backend.setenv("TFREC_CRC_BACKEND", "bogus")
+    with pytest.raises(tfrec.InvalidArgumentError, match="is not a CRC backend"):
+        crc_backend()
+
+
 def test_forced_backend_that_cannot_load_raises_a_clear_error(fresh_crc_backend: pytest.MonkeyPatch) -> None:
     fresh_crc_backend.setenv("TFREC_CRC_BACKEND", "google-crc32c")
     fresh_crc_backend.setitem(crc_module._LOADERS, "google-crc32c", _unavailable)

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrec
-import tfrec.record.reader as reader_module
+import tfrec.record.stream as stream_module
 
 COMPRESSIONS = [None, "gzip", "zlib"]
 SUFFIX = {None: ".tfrecord", "gzip": ".tfrecord.gz", "zlib": ".tfrecord.zz"}
@@ -788,6 +788,21 @@ def test_reader_rejects_invalid_arguments(kwargs: dict[str, Any], words: str) ->
     assert words in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"on_error": "ignore"},
+        {"start_offset": -1},
+        {"start_index": -1},
+        {"compression": "lz4"},
+        {"compression": 3},
+    ],
+)
+def test_reader_rejects_invalid_arguments_with_invalid_argument_error(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(tfrec.InvalidArgumentError):
+        tfrec.RecordReader(io.BytesIO(b""), **kwargs)
+
+
 # -- file life cycle ----------------------------------------------------------------------------
 
 
@@ -811,7 +826,7 @@ def test_reader_on_a_file_object_does_not_close_it_after_an_error(plain: bytes) 
 
 @pytest.fixture
 def opened_files(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Every file the reader module opens by path."""
+    """Every file a reader opens by path (its stream module opens them)."""
     files: list[Any] = []
 
     def spy(*args: Any, **kwargs: Any) -> Any:
@@ -819,7 +834,7 @@ def opened_files(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         files.append(handle)
         return handle
 
-    monkeypatch.setattr(reader_module, "open", spy, raising=False)
+    monkeypatch.setattr(stream_module, "open", spy, raising=False)
     return files
 
 

@@ -214,6 +214,14 @@ def test_non_string_compression_raises() -> None:
 
 
 @pytest.mark.parametrize(
+    ("compression", "level"), [("gzip", 10), ("lz4", None), (1, None)], ids=["level", "name", "type"]
+)
+def test_writer_argument_errors_are_invalid_argument_errors(compression: object, level: int | None) -> None:
+    with pytest.raises(tfrec.InvalidArgumentError):
+        tfrec.RecordWriter(io.BytesIO(), compression, compression_level=level)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
     ("compression", "level"), [("lz4", None), ("gzip", 10)], ids=["unknown_compression", "bad_level"]
 )
 def test_invalid_arguments_leave_no_temp_file(tmp_path: Path, compression: str, level: int | None) -> None:

@@ -22,10 +22,9 @@ from typing import Any
 
 from ..errors import TfrecWarning
 from ..record import RecordReader
+from ..record.frame import FRAMING
 
-__all__ = ["FRAMING", "Damage", "Place", "walk"]
-
-FRAMING = 16  # bytes a frame adds around its data: length, its CRC, the data's CRC
+__all__ = ["Damage", "Place", "walk"]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ Example:
 
 from __future__ import annotations
 
-from .index.format import build_index, read_index
+from .index.format import read_index
+from .index.scan import build_index
 from .infer import infer_features
 from .paths import expand_paths, open_binary
 from .pipeline.dataset import TFRecordDataset

@@ -46,6 +46,7 @@ from ..example import (
 from ..features import ClassLabel, FeatureConnector, FeaturesDict, Image, Tensor, Text, infer_features
 from ..features import Sequence as SequenceFeature
 from ..record import RecordBatch, RecordReader, resolve_compression
+from ..record.frame import FRAMING
 
 try:
     import pyarrow as pa
@@ -72,7 +73,6 @@ MakeTensor = Callable[[np.ndarray], "pa.Array"]  # [n, *shape] numeric -> one Ar
 INFER_SAMPLE = 1000  # records read to infer a schema, spread over the first INFER_FILES files
 INFER_FILES = 8
 FEATURES_FILE = "features.json"
-FRAMING = 16  # bytes around each record's data in a TFRecord frame (length, two CRCs)
 
 
 @dataclass(frozen=True)

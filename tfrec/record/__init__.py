@@ -1,4 +1,4 @@
-"""Record layer: TFRecord framing with masked CRC32C and gzip/zlib compression.
+"""Record layer: TFRecord framing with masked CRC32C, gzip/zlib compression, positioned frame reads.
 
 Knows nothing of protobuf: records are ``bytes`` in and ``bytes`` out.
 

@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Iterable
 from typing import IO, Literal
 
-from ..errors import TfrecError
+from ..errors import InvalidArgumentError
 
 __all__ = ["Compression", "DeflateWriter", "InflateReader", "resolve_compression"]
 
@@ -53,7 +53,7 @@ def resolve_compression(compression: str | None, path: str | os.PathLike[str] | 
     if compression is None:
         return None
     if not isinstance(compression, str):
-        raise TfrecError(f"compression must be a string or None, not {type(compression).__name__}")
+        raise InvalidArgumentError(f"compression must be a string or None, not {type(compression).__name__}")
     name = compression.strip().lower()
     if name == "auto":
         if path is None:
@@ -61,7 +61,9 @@ def resolve_compression(compression: str | None, path: str | os.PathLike[str] | 
         suffix = os.path.splitext(os.fspath(path))[1].lower()
         return _SUFFIXES.get(suffix)  # type: ignore[return-value]
     if name not in _NAMES:
-        raise TfrecError(f"unknown compression {compression!r}: expected None, 'gzip', 'zlib' or 'auto'")
+        raise InvalidArgumentError(
+            f"unknown compression {compression!r}: expected None, 'gzip', 'zlib' or 'auto'"
+        )
     return _NAMES[name]
 
 
@@ -219,4 +221,6 @@ def open_compressed(raw: IO[bytes], compression: Compression, level: int | None)
 def check_level(level: int | None) -> None:
     """Reject a compression level zlib would not accept (``None`` is zlib's default, as in TF)."""
     if level is not None and not -1 <= level <= 9:
-        raise TfrecError(f"compression_level must be between 0 and 9 (or -1 for the default), not {level}")
+        raise InvalidArgumentError(
+            f"compression_level must be between 0 and 9 (or -1 for the default), not {level}"
+        )

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import TfrecError
+from ..errors import InvalidArgumentError, TfrecError
 
 __all__ = [
     "BACKENDS",
@@ -70,7 +70,7 @@ def _backend() -> tuple[CrcFunction, str]:
     forced = os.environ.get(_ENV_VAR, "").strip()
     if forced:
         if forced not in _LOADERS:
-            raise TfrecError(
+            raise InvalidArgumentError(
                 f"{_ENV_VAR}={forced!r} is not a CRC backend: expected one of {', '.join(BACKENDS)}"
             )
         try:

@@ -25,6 +25,7 @@ from .crc import masked_crc, masked_crc_rows, unmask_array
 
 __all__ = [
     "FOOTER",
+    "FRAMING",
     "HEADER",
     "LARGE",
     "MIN_RUN",
@@ -49,6 +50,7 @@ __all__ = [
 
 HEADER = 12  # uint64 length + uint32 masked CRC of the length
 FOOTER = 4  # uint32 masked CRC of the data
+FRAMING = HEADER + FOOTER  # the bytes of a frame around its data: an index's frame length is data + FRAMING
 LARGE = 1 << 16  # records at least this long are read into their own object; the length table's size
 MIN_RUN = 32  # records ahead before a run of equal headers is worth numpy
 SMALL_FRAME = 256  # frames below this size on average are found with numpy over a block's bytes
@@ -165,7 +167,7 @@ def truncation_error(
     else:
         problem = (
             f"the record claims {length} bytes of data but the stream ends {available} bytes "
-            f"after its header (a whole frame is {length + HEADER + FOOTER} bytes): the file is truncated"
+            f"after its header (a whole frame is {length + FRAMING} bytes): the file is truncated"
         )
     return TruncatedRecordError(problem + hint, path=path, index=index, offset=offset)
 
@@ -177,7 +179,7 @@ def first_bad_length(buf: bytes, first: int, ends: np.ndarray) -> int | None:
     starts = np.empty_like(ends)
     starts[0] = first
     starts[1:] = ends[:-1]
-    lengths = ends - starts - (HEADER + FOOTER)
+    lengths = ends - starts - FRAMING
     u8 = np.frombuffer(buf, np.uint8)
     stored = u8[(starts + 8)[:, None] + _CRC_BYTES].view("<u4").ravel()
     small = lengths < LARGE
@@ -206,7 +208,7 @@ def small_frame_chain(buf: bytes, pos: int) -> np.ndarray:
     lengths = every_length[found].astype(np.int64)
     stored = np.ndarray((count,), "<u4", buf, pos + 8, (1,))[found]
     valid = _length_table()[lengths] == stored
-    starts, ends = found[valid], found[valid] + lengths[valid] + (HEADER + FOOTER)
+    starts, ends = found[valid], found[valid] + lengths[valid] + FRAMING
     if not starts.size or starts[0] != 0:
         return np.empty(0, np.int64)
     breaks = np.flatnonzero(starts[1:] != ends[:-1])
@@ -239,7 +241,7 @@ def slice_records(buf: bytes, first: int, ends: np.ndarray) -> tuple[bytes, ...]
     """
     if not ends.size:
         return ()
-    lengths = np.diff(ends, prepend=first) - (HEADER + FOOTER)
+    lengths = np.diff(ends, prepend=first) - FRAMING
     if lengths[0] == lengths[-1] and (lengths == lengths[0]).all():
         layout = _FRAME_FORMATS[int(lengths[0])] * lengths.size
     else:

@@ -1,5 +1,8 @@
-"""Index files: DALI's ``tfrecord2idx`` format, building one by scanning a file, reading one (data layer).
+"""Index files (data layer): DALI's ``tfrecord2idx`` format (:mod:`.format`) and building one by
+scanning a file's headers (:mod:`.scan`). Frames are read at their offsets by the record layer
+(:mod:`tfrec.record.positioned`).
 
 Example:
     >>> tfrec.build_index("train-00000-of-00004.tfrecord")   # writes train-00000-of-00004.tfrecord.idx
+    >>> offsets, lengths = tfrec.read_index("train-00000-of-00004.tfrecord.idx")
 """

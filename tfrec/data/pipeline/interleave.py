@@ -29,7 +29,7 @@ from typing import IO, Any
 from ...arguments import ON_ERROR, check_choice, check_count
 from ...errors import TfrecError
 from ...record import RecordReader, resolve_compression
-from ..index.format import FRAMING
+from ...record.frame import FRAMING
 from ..paths import local_path, open_binary
 from ..sharding.ranges import FileRange
 

@@ -27,16 +27,9 @@ import numpy as np
 from ...errors import InvalidArgumentError, MissingFileError, OutOfRangeError, RecordError
 from ...example import FixedLenFeature, RaggedArray, parse_example, parse_single_example
 from ...features import FeaturesDict
-from ..index.format import (
-    INDEX_SUFFIX,
-    check_index_covers,
-    check_uncompressed,
-    frames_end,
-    read_frame,
-    read_frames,
-    read_index,
-    scan_index,
-)
+from ...record.positioned import read_frame, read_frames
+from ..index.format import INDEX_SUFFIX, check_index_covers, frames_end, read_index
+from ..index.scan import check_uncompressed, scan_index
 from ..paths import expand_paths
 from ..pipeline.decode import check_features_or_spec
 

@@ -33,7 +33,8 @@ import numpy as np
 from ...errors import EncodeError, InvalidArgumentError, OptionalDependencyError
 from ...features import FeaturesDict
 from ...record import RecordWriter, resolve_compression
-from ..index.format import FRAMING, INDEX_SUFFIX, write_index
+from ...record.frame import FRAMING
+from ..index.format import INDEX_SUFFIX, write_index
 
 __all__ = ["ShardInfo", "ShardedWriter", "WriteSummary", "shard_name", "shard_x_of_y", "write_dataset"]
 
