@@ -224,8 +224,9 @@ def bench_one_file(name: str, path: str, tf: Any, args: argparse.Namespace) -> N
 
 
 def torch_tfrec(paths: list[str], spec: dict[str, Any]) -> int:
-    from tfrec.torch import TFRecordIterableDataset
     from torch.utils.data import DataLoader  # type: ignore[import-not-found]
+
+    from tfrec.torch import TFRecordIterableDataset
 
     ds = TFRecordIterableDataset(
         paths, spec=spec, shuffle_files=True, cycle_length=CYCLE, shuffle_buffer=BUFFER, batch_size=BATCH,

@@ -10,10 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tfrec.torch import TFRecordIterableDataset, to_torch  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 import tfrec  # noqa: E402
+from tfrec.torch import TFRecordIterableDataset, to_torch  # noqa: E402
 
 SIZES = [37, 50, 23, 61, 44, 30]
 SPEC = {"id": tfrec.FixedLenFeature([], tfrec.int64), "raw": tfrec.FixedLenFeature([], tfrec.string)}

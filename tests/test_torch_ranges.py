@@ -9,10 +9,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tfrec.torch import TFRecordIterableDataset  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 import tfrec  # noqa: E402
+from tfrec.torch import TFRecordIterableDataset  # noqa: E402
 
 SPEC = {"id": tfrec.FixedLenFeature([], tfrec.int64)}
 

@@ -63,6 +63,8 @@ __all__ = [
     "record_offsets",
     "rows",
     "saved_or_inferred_features",
+    "schema_of",
+    "stored_column_types",
     "to_arrow",
     "unflatten",
 ]
@@ -155,6 +157,42 @@ def column_types(features: FeaturesDict | Spec) -> dict[str, ColumnType]:
     if isinstance(features, FeaturesDict):
         return dict(_connector_types(features, "", ()))
     return {key: _spec_type(key, entry) for key, entry in features.items()}
+
+
+def schema_of(columns: Mapping[str, ColumnType]) -> pa.Schema:
+    """The Arrow schema of ``columns`` (fixed-size lists for tensors).
+
+    Example:
+        >>> schema_of(column_types({"id": tfrec.FixedLenFeature([], tfrec.int64)}))
+        id: int64
+    """
+    return pa.schema([(name, column.arrow_type()) for name, column in columns.items()])
+
+
+def _text_keys(feature: FeatureConnector, prefix: str) -> Iterator[str]:
+    if isinstance(feature, Text):
+        yield prefix
+    for name, child in (feature.children() or {}).items():
+        yield from _text_keys(child, f"{prefix}/{name}" if prefix else name)
+
+
+def stored_column_types(features: FeaturesDict) -> dict[str, ColumnType]:
+    """The stored (flat) keys of ``features`` as columns of the values ``tfrec.decode_example`` gives.
+
+    A scalar stays a scalar and a fixed shape ``(n,)`` a fixed-size list; every other shape is
+    stored flat, so it is a list of any length. The columns of Parquet export.
+
+    Example:
+        >>> stored_column_types(FeaturesDict({"mat": Tensor(shape=(2, 3), dtype=np.int64)}))
+        {'mat': ColumnType(shape=(None,), dtype=dtype('int64'), text=False)}
+    """
+    text = set(_text_keys(features, ""))
+    columns = {}
+    for key, spec in features.parse_spec().items():
+        fixed = isinstance(spec, FixedLenFeature) and len(spec.shape) <= 1
+        shape = tuple(spec.shape) if fixed else (None,)
+        columns[key] = ColumnType(shape, np.dtype(spec.dtype), text=key in text)
+    return columns
 
 
 def _project_features(features: FeaturesDict, names: Sequence[str], prefix: str = "") -> FeaturesDict:
@@ -326,7 +364,7 @@ class ArrowDecoder:
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of the tables (fixed-size lists for tensors)."""
-        return pa.schema([(name, column.arrow_type()) for name, column in self.types.items()])
+        return schema_of(self.types)
 
     def columns(self, records: Sequence[bytes]) -> dict[str, Any]:
         """The decoded columns of ``records`` (numpy arrays, RaggedArray, SparseArray)."""
