@@ -27,9 +27,7 @@ from ..record import RecordWriter
 from .samples import Samples
 from .transforms import KEY
 
-__all__ = ["FEATURES_FILE", "write_samples"]
-
-FEATURES_FILE = "features.json"
+__all__ = ["write_samples"]
 
 
 def _serialized(samples: Samples, features: FeaturesDict) -> Iterator[bytes]:

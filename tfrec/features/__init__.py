@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 from .base import FeatureConnector, TensorInfo
-from .features_dict import FeaturesDict
+from .features_dict import FEATURES_FILE, FeaturesDict
 from .image import Image
 from .infer import describe_features, infer_features
 from .sequence import Sequence
@@ -24,6 +24,7 @@ from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
 
 __all__ = [
+    "FEATURES_FILE",
     "ClassLabel",
     "Encoding",
     "FeatureConnector",

@@ -42,9 +42,9 @@ from .serializer import compile_encoder
 from .tensor import EXACT_FLOATS, cast_stored
 from .text import ClassLabel
 
-__all__ = ["FeaturesDict"]
+__all__ = ["FEATURES_FILE", "FeaturesDict"]
 
-FEATURES_FILE = "features.json"
+FEATURES_FILE = "features.json"  # a dataset's features, in its directory (tensorflow_datasets' name)
 
 
 class FeaturesDict(FeatureConnector):

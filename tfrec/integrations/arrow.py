@@ -43,7 +43,16 @@ from ..example import (
     VarLenFeature,
     parse_example,
 )
-from ..features import ClassLabel, FeatureConnector, FeaturesDict, Image, Tensor, Text, infer_features
+from ..features import (
+    FEATURES_FILE,
+    ClassLabel,
+    FeatureConnector,
+    FeaturesDict,
+    Image,
+    Tensor,
+    Text,
+    infer_features,
+)
 from ..features import Sequence as SequenceFeature
 from ..record import RecordBatch, RecordReader, resolve_compression
 
@@ -73,7 +82,6 @@ Spec = Mapping[str, Any]
 MakeTensor = Callable[[np.ndarray], "pa.Array"]  # [n, *shape] numeric -> one Arrow array
 INFER_SAMPLE = 1000  # records read to infer a schema, spread over the first INFER_FILES files
 INFER_FILES = 8
-FEATURES_FILE = "features.json"
 FRAMING = 16  # bytes around each record's data in a TFRecord frame (length, two CRCs)
 
 
