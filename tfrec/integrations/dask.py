@@ -25,10 +25,11 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..arguments import check_count
 from ..data import expand_paths, open_binary, read_index, shard_name
 from ..data.index.format import INDEX_SUFFIX
 from ..data.paths import is_url
-from ..errors import OptionalDependencyError, SchemaError, TfrecError
+from ..errors import OptionalDependencyError, SchemaError
 from ..features import FeaturesDict
 from ..record import RecordReader, RecordWriter, resolve_compression
 
@@ -153,12 +154,8 @@ def read_tfrecords(
         raise SchemaError(
             f"features must be a FeaturesDict, a spec dict or None, not {type(features).__name__}"
         )
-    if records_per_partition is not None and (
-        isinstance(records_per_partition, bool)
-        or not isinstance(records_per_partition, int)
-        or records_per_partition < 1
-    ):
-        raise TfrecError(f"records_per_partition must be an int >= 1, not {records_per_partition!r}")
+    if records_per_partition is not None:
+        records_per_partition = check_count("records_per_partition", records_per_partition)
     decoder = ArrowDecoder(features, columns)
     meta = _to_pandas(decoder.decode([]))
     reader = _ReadPart(decoder, compression, verify_checksums, batch_size)

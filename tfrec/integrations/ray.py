@@ -28,9 +28,10 @@ from typing import IO, Any, Literal, cast
 
 import numpy as np
 
+from ..arguments import check_count
 from ..data import expand_paths, shard_name
 from ..data.paths import SIDECAR_SUFFIXES
-from ..errors import MissingFileError, OptionalDependencyError, SchemaError, TfrecError
+from ..errors import MissingFileError, OptionalDependencyError, SchemaError
 from ..features import FeaturesDict
 from ..record import RecordReader, RecordWriter, resolve_compression
 
@@ -293,7 +294,7 @@ def _arrow_schema(schema: Any) -> pa.Schema:
     base = getattr(schema, "base_schema", None)
     if isinstance(base, pa.Schema):
         return base
-    raise TfrecError(f"cannot infer features from a {type(schema).__name__} schema; give features=")
+    raise SchemaError(f"cannot infer features from a {type(schema).__name__} schema; give features=")
 
 
 def write_tfrecords(
@@ -326,9 +327,7 @@ def write_tfrecords(
         ['out/train-00000-of-00016.tfrecord', ...]
     """
     if num_shards is not None:
-        if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
-            raise TfrecError(f"num_shards must be an int >= 1, not {num_shards!r}")
-        ds = ds.repartition(num_shards)
+        ds = ds.repartition(check_count("num_shards", num_shards))
     if features is not None and not isinstance(features, FeaturesDict):
         raise SchemaError(f"features must be a FeaturesDict, not {type(features).__name__}")
     if features is None:  # on the driver, so that features.json is written (and the same everywhere)
