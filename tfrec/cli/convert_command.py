@@ -29,6 +29,7 @@ from ..convert import (
 )
 from ..convert.types import parse_pairs
 from ..data import infer_features, write_dataset
+from ..data.writing.shards import TFRECORD_SUFFIXES
 from ..errors import InvalidArgumentError, MissingFileError
 from .reading import Damage, walk
 
@@ -44,10 +45,7 @@ _SUFFIXES = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".bin": "binary",
-    ".tfrecord": "tfrecord",
-    ".tfrecord.gz": "tfrecord",
-    ".tfrecord.zz": "tfrecord",
-    ".tfrecords": "tfrecord",
+    **dict.fromkeys((*TFRECORD_SUFFIXES, ".tfrecords"), "tfrecord"),
 }
 
 

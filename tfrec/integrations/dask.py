@@ -29,6 +29,7 @@ from ..arguments import check_count
 from ..data import expand_paths, open_binary, read_index, shard_name
 from ..data.index.format import INDEX_SUFFIX
 from ..data.paths import is_url
+from ..data.writing.shards import pending_name, pending_pattern, shard_suffix
 from ..errors import OptionalDependencyError, SchemaError
 from ..features import FeaturesDict
 from ..record import RecordReader, RecordWriter, resolve_compression
@@ -213,12 +214,12 @@ def to_tfrecords(
     elif not isinstance(features, FeaturesDict):
         raise SchemaError(f"features must be a FeaturesDict, not {type(features).__name__}")
     prefix = os.path.abspath(os.fspath(path))
-    directory, name = os.path.split(prefix)
+    directory = os.path.dirname(prefix)
     os.makedirs(directory, exist_ok=True)
     codec = resolve_compression(compression, None)
-    suffix = ".tfrecord" + {"gzip": ".gz", "zlib": ".zz"}.get(codec or "", "")
+    suffix = shard_suffix(codec)
     token = secrets.token_hex(4)
-    pendings = [os.path.join(directory, f".{name}-{i:05d}.{token}.pending") for i in range(ddf.npartitions)]
+    pendings = [pending_name(prefix, i, token) for i in range(ddf.npartitions)]
     tasks = [
         delayed(_write_part)(part, pending, features, codec)
         for part, pending in zip(ddf.to_delayed(), pendings, strict=True)
@@ -226,7 +227,7 @@ def to_tfrecords(
     try:
         compute(*tasks)
     except BaseException:
-        for leftover in glob.glob(os.path.join(glob.escape(directory), f".{glob.escape(name)}-*.{token}*")):
+        for leftover in glob.glob(pending_pattern(prefix, token, ".*")):
             with contextlib.suppress(OSError):
                 os.remove(leftover)
         raise

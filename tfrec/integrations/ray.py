@@ -31,6 +31,7 @@ import numpy as np
 from ..arguments import check_count
 from ..data import expand_paths, shard_name
 from ..data.paths import SIDECAR_SUFFIXES
+from ..data.writing.shards import pending_name, pending_pattern, shard_suffix
 from ..errors import MissingFileError, OptionalDependencyError, SchemaError
 from ..features import FeaturesDict
 from ..record import RecordReader, RecordWriter, resolve_compression
@@ -228,13 +229,12 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc,type-arg]
         self._prefix = os.path.abspath(os.fspath(path_prefix))
         self._features = features
         self._codec = resolve_compression(compression, None)
-        self._suffix = ".tfrecord" + {"gzip": ".gz", "zlib": ".zz"}.get(self._codec or "", "")
+        self._suffix = shard_suffix(self._codec)
         self._token = secrets.token_hex(4)
         self.paths: list[str] = []
 
     def _pending(self, task: int) -> str:
-        directory, name = os.path.split(self._prefix)
-        return os.path.join(directory, f".{name}-{task:05d}.{self._token}.pending")
+        return pending_name(self._prefix, task, self._token)
 
     def on_write_start(self, schema: Any = None) -> None:
         os.makedirs(os.path.dirname(self._prefix), exist_ok=True)
@@ -261,9 +261,8 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc,type-arg]
         # The shards are found by this sink's token rather than from the tasks' return values:
         # Ray before 2.39 hands the driver row counts only. The driver must see the directory.
         result = super().on_write_complete(write_result)  # Ray < 2.39 returns its WriteResult
-        directory, name = os.path.split(self._prefix)
-        pattern = os.path.join(glob.escape(directory), f".{glob.escape(name)}-*.{self._token}.pending")
-        written = sorted(glob.glob(pattern))  # task numbers are zero-padded: name order is task order
+        # Task numbers are zero-padded: name order is task order.
+        written = sorted(glob.glob(pending_pattern(self._prefix, self._token)))
         if not written:  # an empty dataset: one empty shard, so the dataset exists
             with RecordWriter(self._pending(0), self._codec):
                 pass
@@ -273,14 +272,11 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc,type-arg]
         for pending, final in zip(written, self.paths, strict=True):
             os.replace(pending, final)
         if self._features is not None:
-            self._features.save(directory)
+            self._features.save(os.path.dirname(self._prefix))
         return result
 
     def on_write_failed(self, error: Exception) -> None:
-        directory, name = os.path.split(self._prefix)
-        for pending in glob.glob(
-            os.path.join(glob.escape(directory), f".{glob.escape(name)}-*.{self._token}.*")
-        ):
+        for pending in glob.glob(pending_pattern(self._prefix, self._token, ".*")):
             with contextlib.suppress(OSError):
                 os.remove(pending)
 
