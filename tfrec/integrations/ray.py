@@ -30,7 +30,7 @@ import numpy as np
 
 from ..arguments import check_count
 from ..data import expand_paths, shard_name
-from ..data.paths import SIDECAR_SUFFIXES
+from ..data.paths import is_listed
 from ..data.writing.shards import pending_name, pending_pattern, shard_suffix
 from ..errors import MissingFileError, OptionalDependencyError, SchemaError
 from ..features import FeaturesDict
@@ -114,11 +114,6 @@ class TFRecordDatasource(FileBasedDatasource):  # type: ignore[misc]
 # -- reading -------------------------------------------------------------------------------------------
 
 
-def _wanted(name: str) -> bool:
-    base = os.path.basename(name.rstrip("/"))
-    return not base.startswith(("_", ".")) and os.path.splitext(base)[1] not in SIDECAR_SUFFIXES
-
-
 def _list_with(filesystem: Any, paths: str | Sequence[str]) -> list[str]:
     """Files named by ``paths`` on a pyarrow (or fsspec) filesystem; directories list their data files."""
     import pyarrow.fs as pafs
@@ -130,7 +125,9 @@ def _list_with(filesystem: Any, paths: str | Sequence[str]) -> list[str]:
         info = filesystem.get_file_info(path)
         if info.type == pafs.FileType.Directory:
             found = filesystem.get_file_info(pafs.FileSelector(path))
-            files += sorted(i.path for i in found if i.type == pafs.FileType.File and _wanted(i.path))
+            files += sorted(
+                i.path for i in found if i.type == pafs.FileType.File and is_listed(os.path.basename(i.path))
+            )
         elif info.type == pafs.FileType.File:
             files.append(path)
         else:
