@@ -39,7 +39,9 @@ from .sequence import FLAT_VALUES, Sequence
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
 
-__all__ = ["RecordSurvey", "check_records_source", "describe_features", "infer_features"]
+__all__ = ["INFER_SAMPLE", "RecordSurvey", "check_records_source", "describe_features", "infer_features"]
+
+INFER_SAMPLE = 1000  # records features are inferred from, unless told otherwise (every reader's default)
 
 _PNG = b"\x89PNG\r\n\x1a\n"
 _JPEG = b"\xff\xd8\xff"
@@ -66,7 +68,7 @@ class _Seen:
 def infer_features(
     source: str | os.PathLike[str] | Iterable[bytes],
     *,
-    sample: int | None = 1000,
+    sample: int | None = INFER_SAMPLE,
     compression: str | None = "auto",
 ) -> FeaturesDict:
     """Propose a FeaturesDict that reads the tf.train.Example records of ``source``.
@@ -143,7 +145,7 @@ class RecordSurvey:
         >>> features = survey.features()
     """
 
-    def __init__(self, sample: int | None = 1000) -> None:
+    def __init__(self, sample: int | None = INFER_SAMPLE) -> None:
         if sample is not None:
             try:
                 if isinstance(sample, bool):

@@ -45,6 +45,7 @@ from ..example import (
 )
 from ..features import (
     FEATURES_FILE,
+    INFER_SAMPLE,
     ClassLabel,
     FeatureConnector,
     FeaturesDict,
@@ -80,8 +81,7 @@ __all__ = [
 
 Spec = Mapping[str, Any]
 MakeTensor = Callable[[np.ndarray], "pa.Array"]  # [n, *shape] numeric -> one Arrow array
-INFER_SAMPLE = 1000  # records read to infer a schema, spread over the first INFER_FILES files
-INFER_FILES = 8
+INFER_FILES = 8  # the INFER_SAMPLE records that infer a schema are spread over this many first files
 FRAMING = 16  # bytes around each record's data in a TFRecord frame (length, two CRCs)
 
 
