@@ -55,6 +55,7 @@ from ..features import (
     infer_features,
 )
 from ..features import Sequence as SequenceFeature
+from ..features.infer import nest_features
 from ..record import RecordBatch, RecordReader, resolve_compression
 
 try:
@@ -67,6 +68,7 @@ __all__ = [
     "ColumnType",
     "NamedStream",
     "arrow_columns",
+    "arrow_filesystem",
     "column_types",
     "features_from_arrow",
     "flatten",
@@ -427,17 +429,25 @@ class NamedStream:
         self._stream.close()
 
 
+def arrow_filesystem(filesystem: Any) -> Any:
+    """``filesystem`` as a ``pyarrow.fs.FileSystem`` (an fsspec filesystem is wrapped).
+
+    Example:
+        >>> arrow_filesystem(fsspec.filesystem("memory")).type_name
+        'py::fsspec+memory'
+    """
+    import pyarrow.fs as pafs
+
+    if isinstance(filesystem, pafs.FileSystem):
+        return filesystem
+    return pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
+
+
 def _sample_records(path: str, filesystem: Any, compression: str | None, count: int) -> list[bytes]:
     codec = resolve_compression(compression, path)
     stream: IO[bytes] | Any
     if filesystem is not None:
-        import pyarrow.fs as pafs
-
-        fs = (
-            filesystem
-            if isinstance(filesystem, pafs.FileSystem)
-            else pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
-        )
+        fs = arrow_filesystem(filesystem)
         stream = cast("IO[bytes]", NamedStream(fs.open_input_stream(path, compression=None), path))
     else:
         stream = open_binary(path)
@@ -515,14 +525,7 @@ def features_from_arrow(schema: pa.Schema) -> FeaturesDict:
         >>> features_from_arrow(pa.schema([("id", pa.int64()), ("emb", pa.list_(pa.float32(), 4))]))
         FeaturesDict({'id': Tensor(shape=(), dtype=int64), 'emb': Tensor(shape=(4,), dtype=float32)})
     """
-    flat = {field.name: _feature_of(field.type, field.name) for field in schema}
-    return FeaturesDict(_nest(unflatten(flat)))
-
-
-def _nest(tree: dict[str, Any]) -> dict[str, Any]:
-    return {
-        key: FeaturesDict(_nest(value)) if isinstance(value, dict) else value for key, value in tree.items()
-    }
+    return nest_features({field.name: _feature_of(field.type, field.name) for field in schema})
 
 
 def rows(columns: Mapping[str, Any], count: int) -> Iterator[dict[str, Any]]:

@@ -49,6 +49,7 @@ from .arrow import (
     ArrowDecoder,
     NamedStream,
     arrow_columns,
+    arrow_filesystem,
     features_from_arrow,
     rows,
     saved_or_inferred_features,
@@ -118,8 +119,7 @@ def _list_with(filesystem: Any, paths: str | Sequence[str]) -> list[str]:
     """Files named by ``paths`` on a pyarrow (or fsspec) filesystem; directories list their data files."""
     import pyarrow.fs as pafs
 
-    if not isinstance(filesystem, pafs.FileSystem):
-        filesystem = pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
+    filesystem = arrow_filesystem(filesystem)
     files: list[str] = []
     for path in [paths] if isinstance(paths, str) else list(paths):
         info = filesystem.get_file_info(path)
