@@ -64,6 +64,7 @@ except ImportError:  # pragma: no cover - exercised only without pyarrow
     raise OptionalDependencyError("pyarrow", "arrow", "tfrec.arrow") from None
 
 __all__ = [
+    "BATCH_SIZE",
     "ArrowDecoder",
     "ColumnType",
     "NamedStream",
@@ -76,6 +77,7 @@ __all__ = [
     "rows",
     "saved_or_inferred_features",
     "schema_of",
+    "serialize_table",
     "stored_column_types",
     "to_arrow",
     "unflatten",
@@ -83,6 +85,7 @@ __all__ = [
 
 Spec = Mapping[str, Any]
 MakeTensor = Callable[[np.ndarray], "pa.Array"]  # [n, *shape] numeric -> one Arrow array
+BATCH_SIZE = 4096  # records the engines decode into one Arrow table at a time
 INFER_FILES = 8  # the INFER_SAMPLE records that infer a schema are spread over this many first files
 FRAMING = 16  # bytes around each record's data in a TFRecord frame (length, two CRCs)
 
@@ -534,6 +537,16 @@ def rows(columns: Mapping[str, Any], count: int) -> Iterator[dict[str, Any]]:
     values = [columns[name] for name in names]
     for i in range(count):
         yield unflatten({name: column[i] for name, column in zip(names, values, strict=True)})
+
+
+def serialize_table(table: pa.Table, features: FeaturesDict) -> Iterator[bytes]:
+    """Each row of ``table`` as a serialized Example (``a/b`` columns are the nested feature ``a/b``).
+
+    Example:
+        >>> writer.write_many(serialize_table(table, features_from_arrow(table.schema)))
+    """
+    columns = arrow_columns(table)
+    return (features.serialize_example(row) for row in rows(columns, table.num_rows))
 
 
 def arrow_columns(table: pa.Table) -> dict[str, Any]:

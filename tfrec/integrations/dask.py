@@ -44,18 +44,15 @@ except ImportError:  # pragma: no cover - exercised only without dask
     raise OptionalDependencyError("dask", "dask", "tfrec.dask") from None
 
 from .arrow import (
+    BATCH_SIZE,
     ArrowDecoder,
     NamedStream,
-    arrow_columns,
     features_from_arrow,
-    rows,
     saved_or_inferred_features,
+    serialize_table,
 )
 
 __all__ = ["read_tfrecords", "to_tfrecords"]
-
-BATCH_SIZE = 4096  # records decoded at a time
-
 
 # One partition: (path, start offset, start index, number of records or None for the rest).
 Part = tuple[str, int, int, "int | None"]
@@ -174,9 +171,8 @@ def read_tfrecords(
 
 def _write_part(frame: pd.DataFrame, pending: str, features: FeaturesDict, codec: str | None) -> int:
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    columns = arrow_columns(table)
     with RecordWriter(pending, codec) as writer:
-        writer.write_many(features.serialize_example(row) for row in rows(columns, table.num_rows))
+        writer.write_many(serialize_table(table, features))
     return table.num_rows
 
 

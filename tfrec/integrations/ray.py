@@ -46,13 +46,13 @@ except ImportError:  # pragma: no cover - exercised only without ray
     raise OptionalDependencyError("ray", "ray", "tfrec.ray") from None
 
 from .arrow import (
+    BATCH_SIZE,
     ArrowDecoder,
     NamedStream,
-    arrow_columns,
     arrow_filesystem,
     features_from_arrow,
-    rows,
     saved_or_inferred_features,
+    serialize_table,
 )
 
 __all__ = [
@@ -61,8 +61,6 @@ __all__ = [
     "read_tfrecords",
     "write_tfrecords",
 ]
-
-BATCH_SIZE = 4096  # records decoded (and put in one Arrow table) at a time
 
 
 def _tensor(values: np.ndarray) -> pa.Array:
@@ -249,8 +247,7 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc,type-arg]
                     continue
                 if features is None:
                     features = features_from_arrow(table.schema)
-                columns = arrow_columns(table)
-                writer.write_many(features.serialize_example(row) for row in rows(columns, table.num_rows))
+                writer.write_many(serialize_table(table, features))
                 count += table.num_rows
         return count
 
