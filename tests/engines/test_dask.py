@@ -141,3 +141,9 @@ def test_a_failed_write_leaves_no_shard(client: object, tmp_path: Path) -> None:
     with pytest.raises(tfrec.EncodeError):
         tfrec_dask.to_tfrecords(dd.from_pandas(frame, npartitions=2), tmp_path / "fail", features)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5])
+def test_records_per_partition_must_be_a_count(shards: Path, bad: object) -> None:
+    with pytest.raises(tfrec.InvalidArgumentError, match="records_per_partition"):
+        tfrec_dask.read_tfrecords(shards / "train-*.tfrecord", FEATURES, records_per_partition=bad)

@@ -29,6 +29,7 @@ from ..convert import (
 )
 from ..convert.types import parse_pairs
 from ..data import infer_features, write_dataset
+from ..data.writing.shards import TFRECORD_SUFFIXES
 from ..errors import InvalidArgumentError, MissingFileError
 from .reading import Damage, walk
 
@@ -44,10 +45,7 @@ _SUFFIXES = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".bin": "binary",
-    ".tfrecord": "tfrecord",
-    ".tfrecord.gz": "tfrecord",
-    ".tfrecord.zz": "tfrecord",
-    ".tfrecords": "tfrecord",
+    **dict.fromkeys((*TFRECORD_SUFFIXES, ".tfrecords"), "tfrecord"),
 }
 
 
@@ -154,8 +152,8 @@ def _from_tfrecord(source: str, out: str, args: argparse.Namespace) -> int:
         else:
             _atomic(out, lambda temp: _jsonl_file(rows, temp, features))
     elif lower.endswith((".parquet", ".pq")):
-        # Sampled from file after file: the first may lack keys that later files hold.
-        features = load_features(args.features) if args.features else infer_features(paths, sample=1000)
+        # Sampled (INFER_SAMPLE records) file after file: the first may lack keys that later files hold.
+        features = load_features(args.features) if args.features else infer_features(paths)
         _atomic(out, lambda temp: records_to_parquet(rows, temp, features))
     else:  # TFRecord -> TFRecord: re-shard and (re)compress, records as they are
         limit: dict[str, Any] = (

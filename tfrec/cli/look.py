@@ -17,14 +17,12 @@ from ..convert import jsonable, load_features, records_to_jsonl
 from ..data import build_index, expand_paths
 from ..errors import DecodeError, SchemaError
 from ..example import decode_sequence_example
-from ..features import FeaturesDict, describe_features, infer_features
+from ..features import INFER_SAMPLE, FeaturesDict, describe_features, infer_features
 from ..record import RecordWriter, resolve_compression
 from .progress import progress_bar
 from .reading import Damage, Place, walk
 
 __all__ = ["count", "head", "index", "inspect", "salvage", "verify"]
-
-_INFER_SAMPLE = 1000  # records the proposed features are inferred from
 
 
 def _files(paths: list[str]) -> list[str]:
@@ -110,7 +108,7 @@ def survey(paths: list[str], progress: bool | None) -> Survey:
                 for key, steps in lists.items():
                     entry = found.keys.setdefault(key, KeyStats(sequence=True))
                     entry.see(_kind(steps[0])[0] if steps else "", len(steps))
-                if len(found.sample) < _INFER_SAMPLE and not lists:
+                if len(found.sample) < INFER_SAMPLE and not lists:
                     found.sample.append(place.record)
                 bar.update(1)
             stats.damaged = len(found.damage) - before

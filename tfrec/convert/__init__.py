@@ -12,13 +12,14 @@ Example:
 
 from __future__ import annotations
 
+from ..features import FEATURES_FILE  # kept importable here: write_samples saves it beside the shards
 from .csv_table import infer_column_type, read_csv
 from .export import arrow_schema, records_to_jsonl, records_to_parquet
 from .fixed import Field, Layout, parse_layout, read_fixed_records
 from .image_folder import read_image_folder
 from .jsonable import jsonable, record_to_json
 from .jsonl import read_jsonl
-from .pipeline import FEATURES_FILE, write_samples
+from .pipeline import write_samples
 from .samples import Samples, connector_from_value, features_from_values
 from .transforms import KEY, Transform, apply, drop_empty, keep, load_function, rename
 from .types import TYPE_NAMES, load_features, parse_types

@@ -3,9 +3,10 @@
 
 Both stream: JSON Lines line by line, Parquet one row group per ``batch_size`` records.
 Parquet needs ``pyarrow`` (``pip install 'tfrec[parquet]'``). Its columns are the stored (flat)
-keys, ``meta/id``: int64 -> ``int64``, float32 -> ``float32``, Text -> ``string``, other bytes
-(images, encoded tensors) -> ``binary``; a fixed shape ``(n,)`` -> ``fixed_size_list<n>``, a
-variable one -> ``list``; a key missing from a record is null.
+keys, ``meta/id``, typed by the integrations' one Arrow mapping
+(:func:`tfrec.integrations.arrow.stored_column_types`): int64 -> ``int64``, float32 -> ``float32``,
+Text -> ``string``, other bytes (images, encoded tensors) -> ``binary``; a fixed shape ``(n,)`` ->
+``fixed_size_list<n>``, any other -> ``list``; a key missing from a record is null.
 
 Example:
     >>> records_to_jsonl(["train.tfrecord"], "train.jsonl")
@@ -16,15 +17,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
-from typing import IO, Any
-
-import numpy as np
+from collections.abc import Iterable
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import DecodeError, OptionalDependencyError
-from ..example import FixedLenFeature, decode_example
-from ..features import FeatureConnector, FeaturesDict, Text
+from ..example import decode_example
+from ..features import FeaturesDict
 from .jsonable import record_to_json
+
+if TYPE_CHECKING:
+    from ..integrations.arrow import ColumnType
 
 __all__ = ["arrow_schema", "records_to_jsonl", "records_to_parquet"]
 
@@ -54,19 +56,14 @@ def records_to_jsonl(
 
 
 def _pyarrow() -> Any:
+    # Imported here, not at the top: tfrec.convert (JSON Lines, CSV, the CLI) works without pyarrow,
+    # and a missing pyarrow names the parquet extra.
     try:
         import pyarrow
         import pyarrow.parquet
     except ImportError:
         raise OptionalDependencyError("pyarrow", "parquet", "Writing Parquet") from None
     return pyarrow
-
-
-def _text_keys(feature: FeatureConnector, prefix: str) -> Iterator[str]:
-    if isinstance(feature, Text):
-        yield prefix
-    for name, child in (feature.children() or {}).items():
-        yield from _text_keys(child, f"{prefix}/{name}" if prefix else name)
 
 
 def arrow_schema(features: FeaturesDict) -> Any:
@@ -77,34 +74,19 @@ def arrow_schema(features: FeaturesDict) -> Any:
         label: int64
         text: string
     """
-    pa = _pyarrow()
-    text = set(_text_keys(features, ""))
-    fields = []
-    for key, spec in features.parse_spec().items():
-        dtype = np.dtype(spec.dtype)
-        if dtype.kind == "O":
-            value_type = pa.string() if key in text else pa.binary()
-        else:
-            value_type = pa.from_numpy_dtype(dtype)
-        shape = tuple(spec.shape)
-        if isinstance(spec, FixedLenFeature) and shape == ():
-            arrow_type = value_type
-        elif isinstance(spec, FixedLenFeature) and len(shape) == 1:
-            arrow_type = pa.list_(value_type, shape[0])
-        else:
-            arrow_type = pa.list_(value_type)
-        fields.append(pa.field(key, arrow_type))
-    return pa.schema(fields)
+    _pyarrow()
+    from ..integrations.arrow import schema_of, stored_column_types  # needs pyarrow: see _pyarrow
+
+    return schema_of(stored_column_types(features))
 
 
-def _column_value(values: Any, arrow_type: Any, pa: Any) -> Any:
+def _column_value(values: Any, column: ColumnType) -> Any:
     if values is None:
         return None
-    is_list = pa.types.is_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type)
     items = values if isinstance(values, list) else values.tolist()
-    if pa.types.is_string(arrow_type.value_type if is_list else arrow_type):
+    if column.text:
         items = [v.decode("utf-8", "replace") for v in items]
-    if is_list:
+    if column.shape:
         return items
     return items[0] if items else None
 
@@ -122,9 +104,11 @@ def records_to_parquet(
         The number of rows.
     """
     pa = _pyarrow()
-    schema = arrow_schema(features)
-    names = schema.names
-    types = [schema.field(n).type for n in names]
+    from ..integrations.arrow import schema_of, stored_column_types  # needs pyarrow: see _pyarrow
+
+    types = stored_column_types(features)
+    names = list(types)
+    schema = schema_of(types)
     count = 0
     with pa.parquet.ParquetWriter(out, schema) as writer:
         columns: list[list[Any]] = [[] for _ in names]
@@ -133,8 +117,8 @@ def records_to_parquet(
                 decoded = decode_example(record)
             except DecodeError as exc:
                 raise DecodeError(f"{path}, record {index}: {exc}") from None
-            for column, name, arrow_type in zip(columns, names, types, strict=True):
-                column.append(_column_value(decoded.get(name), arrow_type, pa))
+            for column, name in zip(columns, names, strict=True):
+                column.append(_column_value(decoded.get(name), types[name]))
             count += 1
             if len(columns[0]) >= batch_size:
                 writer.write_table(pa.table(columns, schema=schema))

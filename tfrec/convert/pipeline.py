@@ -21,15 +21,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..data import ShardInfo, WriteSummary, write_dataset
+from ..data.writing.shards import TFRECORD_SUFFIXES
 from ..errors import ConvertError, EncodeError, TfrecError
 from ..features import FeaturesDict
 from ..record import RecordWriter
 from .samples import Samples
 from .transforms import KEY
 
-__all__ = ["FEATURES_FILE", "write_samples"]
-
-FEATURES_FILE = "features.json"
+__all__ = ["write_samples"]
 
 
 def _serialized(samples: Samples, features: FeaturesDict) -> Iterator[bytes]:
@@ -71,11 +70,7 @@ def write_samples(
     """
     out = os.fspath(out)
     features = samples.features
-    single = (
-        num_shards is None
-        and max_records is None
-        and out.endswith((".tfrecord", ".tfrecord.gz", ".tfrecord.zz"))
-    )
+    single = num_shards is None and max_records is None and out.endswith(TFRECORD_SUFFIXES)
     if single:
         summary = _write_one(_serialized(samples, features), out, compression, progress)
     else:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConvertError, InvalidArgumentError
-from ..features import ClassLabel, FeatureConnector, FeaturesDict, Image, Tensor, Text
+from ..features import ClassLabel, FeatureConnector, FeaturesDict, Image, Tensor, Text, labels_file
 
 __all__ = [
     "TYPE_NAMES",
@@ -140,7 +140,7 @@ def load_features(path: str | os.PathLike[str]) -> FeaturesDict:
         raise InvalidArgumentError(f"{path} does not hold a FeaturesDict")
     directory = os.path.dirname(path)
     for name, child in features.children().items():
-        labels = os.path.join(directory, f"{name}.labels.txt")
+        labels = labels_file(directory, name)
         if isinstance(child, ClassLabel) and os.path.exists(labels):
             features.features[name] = ClassLabel(names_file=labels, doc=child.doc)
     return features

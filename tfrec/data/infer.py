@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..features import FeaturesDict
-from ..features.infer import RecordSurvey, check_records_source
+from ..features.infer import INFER_SAMPLE, RecordSurvey, check_records_source
 from .paths import expand_paths
 from .pipeline.interleave import ReadOptions
 
@@ -33,7 +33,7 @@ Source = str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | Iterable[by
 def infer_features(
     source: Source,
     *,
-    sample: int | None = 1000,
+    sample: int | None = INFER_SAMPLE,
     compression: str | None = "auto",
     storage_options: Mapping[str, Any] | None = None,
 ) -> FeaturesDict:

@@ -32,6 +32,7 @@ __all__ = [
     "expand_paths",
     "file_size",
     "is_file",
+    "is_listed",
     "is_url",
     "local_path",
     "open_binary",
@@ -109,8 +110,13 @@ def _brace_choices(body: str) -> list[str] | None:
     return [expanded for part in parts for expanded in expand_braces(part)]
 
 
-def _wanted(name: str) -> bool:
-    """Whether a directory listing keeps the file called ``name``."""
+def is_listed(name: str) -> bool:
+    """Whether a directory listing keeps the file called ``name`` (a data file: not hidden, not a sidecar).
+
+    Example:
+        >>> is_listed("train-00000-of-00004.tfrecord"), is_listed("features.json")
+        (True, False)
+    """
     if name.startswith((".", "_")):
         return False
     return os.path.splitext(name)[1].lower() not in SIDECAR_SUFFIXES
@@ -121,7 +127,7 @@ def _expand_local(pattern: str) -> list[str]:
         return sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
     if os.path.isdir(pattern):
         with os.scandir(pattern) as entries:
-            names = sorted(e.name for e in entries if e.is_file() and _wanted(e.name))
+            names = sorted(e.name for e in entries if e.is_file() and is_listed(e.name))
         return [os.path.join(pattern, name) for name in names]
     return [pattern] if os.path.isfile(pattern) else []
 
@@ -143,7 +149,7 @@ def _expand_url(url: str, storage_options: Mapping[str, Any] | None) -> list[str
         found = [
             info["name"]
             for info in fs.ls(path, detail=True)
-            if info.get("type") == "file" and _wanted(info["name"].rstrip("/").rsplit("/", 1)[-1])
+            if info.get("type") == "file" and is_listed(info["name"].rstrip("/").rsplit("/", 1)[-1])
         ]
     else:
         found = [path] if fs.isfile(path) else []

@@ -16,14 +16,16 @@ Example:
 from __future__ import annotations
 
 from .base import FeatureConnector, TensorInfo
-from .features_dict import FeaturesDict
+from .features_dict import FEATURES_FILE, FeaturesDict, labels_file
 from .image import Image
-from .infer import describe_features, infer_features
+from .infer import INFER_SAMPLE, describe_features, infer_features
 from .sequence import Sequence
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
 
 __all__ = [
+    "FEATURES_FILE",
+    "INFER_SAMPLE",
     "ClassLabel",
     "Encoding",
     "FeatureConnector",
@@ -36,4 +38,5 @@ __all__ = [
     "Text",
     "describe_features",
     "infer_features",
+    "labels_file",
 ]

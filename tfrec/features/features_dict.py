@@ -42,9 +42,19 @@ from .serializer import compile_encoder
 from .tensor import EXACT_FLOATS, cast_stored
 from .text import ClassLabel
 
-__all__ = ["FeaturesDict"]
+__all__ = ["FEATURES_FILE", "FeaturesDict", "labels_file"]
 
-FEATURES_FILE = "features.json"
+FEATURES_FILE = "features.json"  # a dataset's features, in its directory (tensorflow_datasets' name)
+
+
+def labels_file(directory: str | os.PathLike[str], key: str) -> str:
+    """Where the class names of the ClassLabel at ``key`` are saved beside ``features.json``.
+
+    Example:
+        >>> labels_file("out", "label")
+        'out/label.labels.txt'
+    """
+    return os.path.join(directory, f"{key}.labels.txt")
 
 
 class FeaturesDict(FeatureConnector):
@@ -271,7 +281,7 @@ class FeaturesDict(FeatureConnector):
             json.dump(self.to_json(), file, indent=4, sort_keys=True)
         for name, label in _class_labels(self, ""):
             if label._names is not None:
-                with open(os.path.join(directory, f"{name}.labels.txt"), "w", encoding="utf-8") as file:
+                with open(labels_file(directory, name), "w", encoding="utf-8") as file:
                     file.write("".join(f"{n}\n" for n in label.names))
 
     @classmethod
@@ -293,7 +303,7 @@ class FeaturesDict(FeatureConnector):
         if not isinstance(features, FeaturesDict):
             raise SchemaError(f"{directory}/{FEATURES_FILE} does not hold a FeaturesDict")
         for name, label in _class_labels(features, ""):
-            path = os.path.join(directory, f"{name}.labels.txt")
+            path = labels_file(directory, name)
             if os.path.exists(path):
                 with open(path, encoding="utf-8") as file:
                     names = [line.rstrip("\n") for line in file if line.rstrip("\n")]

@@ -23,7 +23,7 @@ import itertools
 import json
 import operator
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,16 @@ from .sequence import FLAT_VALUES, Sequence
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
 
-__all__ = ["RecordSurvey", "check_records_source", "describe_features", "infer_features"]
+__all__ = [
+    "INFER_SAMPLE",
+    "RecordSurvey",
+    "check_records_source",
+    "describe_features",
+    "infer_features",
+    "nest_features",
+]
+
+INFER_SAMPLE = 1000  # records features are inferred from, unless told otherwise (every reader's default)
 
 _PNG = b"\x89PNG\r\n\x1a\n"
 _JPEG = b"\xff\xd8\xff"
@@ -66,7 +75,7 @@ class _Seen:
 def infer_features(
     source: str | os.PathLike[str] | Iterable[bytes],
     *,
-    sample: int | None = 1000,
+    sample: int | None = INFER_SAMPLE,
     compression: str | None = "auto",
 ) -> FeaturesDict:
     """Propose a FeaturesDict that reads the tf.train.Example records of ``source``.
@@ -143,7 +152,7 @@ class RecordSurvey:
         >>> features = survey.features()
     """
 
-    def __init__(self, sample: int | None = 1000) -> None:
+    def __init__(self, sample: int | None = INFER_SAMPLE) -> None:
         if sample is not None:
             try:
                 if isinstance(sample, bool):
@@ -183,7 +192,7 @@ class RecordSurvey:
 
     def features(self) -> FeaturesDict:
         """The proposed FeaturesDict of the records looked at."""
-        return _nest(_propose(self._seen, self.total))
+        return nest_features(_propose(self._seen, self.total))
 
     def _scan(self, records: Iterable[bytes], where: str) -> None:
         seen = self._seen
@@ -327,8 +336,16 @@ def _missing(stats: _Seen, total: int) -> str:
     return f", missing in {absent} record{'s' * (absent != 1)}" if absent else ""
 
 
-def _nest(flat: dict[str, FeatureConnector]) -> FeaturesDict:
-    """``a/b`` keys as nested dicts."""
+def nest_features(flat: Mapping[str, FeatureConnector]) -> FeaturesDict:
+    """A FeaturesDict of the connectors of ``flat``, ``a/b`` keys as nested dicts.
+
+    Raises:
+        SchemaError: a key holds values and also has keys nested under it.
+
+    Example:
+        >>> nest_features({"id": Tensor(shape=(), dtype=np.int64), "meta/lang": Text()})
+        FeaturesDict({'id': Tensor(shape=(), dtype=int64), 'meta': FeaturesDict({'lang': Text()})})
+    """
     root: dict[str, Any] = {}
     for key, connector in flat.items():
         *parents, name = key.split("/")

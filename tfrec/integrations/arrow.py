@@ -43,8 +43,19 @@ from ..example import (
     VarLenFeature,
     parse_example,
 )
-from ..features import ClassLabel, FeatureConnector, FeaturesDict, Image, Tensor, Text, infer_features
+from ..features import (
+    FEATURES_FILE,
+    INFER_SAMPLE,
+    ClassLabel,
+    FeatureConnector,
+    FeaturesDict,
+    Image,
+    Tensor,
+    Text,
+    infer_features,
+)
 from ..features import Sequence as SequenceFeature
+from ..features.infer import nest_features
 from ..record import RecordBatch, RecordReader, resolve_compression
 from ..record.frame import FRAMING
 
@@ -54,25 +65,29 @@ except ImportError:  # pragma: no cover - exercised only without pyarrow
     raise OptionalDependencyError("pyarrow", "arrow", "tfrec.arrow") from None
 
 __all__ = [
+    "BATCH_SIZE",
     "ArrowDecoder",
     "ColumnType",
     "NamedStream",
     "arrow_columns",
+    "arrow_filesystem",
     "column_types",
     "features_from_arrow",
     "flatten",
     "record_offsets",
     "rows",
     "saved_or_inferred_features",
+    "schema_of",
+    "serialize_table",
+    "stored_column_types",
     "to_arrow",
     "unflatten",
 ]
 
 Spec = Mapping[str, Any]
 MakeTensor = Callable[[np.ndarray], "pa.Array"]  # [n, *shape] numeric -> one Arrow array
-INFER_SAMPLE = 1000  # records read to infer a schema, spread over the first INFER_FILES files
-INFER_FILES = 8
-FEATURES_FILE = "features.json"
+BATCH_SIZE = 4096  # records the engines decode into one Arrow table at a time
+INFER_FILES = 8  # the INFER_SAMPLE records that infer a schema are spread over this many first files
 
 
 @dataclass(frozen=True)
@@ -155,6 +170,42 @@ def column_types(features: FeaturesDict | Spec) -> dict[str, ColumnType]:
     if isinstance(features, FeaturesDict):
         return dict(_connector_types(features, "", ()))
     return {key: _spec_type(key, entry) for key, entry in features.items()}
+
+
+def schema_of(columns: Mapping[str, ColumnType]) -> pa.Schema:
+    """The Arrow schema of ``columns`` (fixed-size lists for tensors).
+
+    Example:
+        >>> schema_of(column_types({"id": tfrec.FixedLenFeature([], tfrec.int64)}))
+        id: int64
+    """
+    return pa.schema([(name, column.arrow_type()) for name, column in columns.items()])
+
+
+def _text_keys(feature: FeatureConnector, prefix: str) -> Iterator[str]:
+    if isinstance(feature, Text):
+        yield prefix
+    for name, child in (feature.children() or {}).items():
+        yield from _text_keys(child, f"{prefix}/{name}" if prefix else name)
+
+
+def stored_column_types(features: FeaturesDict) -> dict[str, ColumnType]:
+    """The stored (flat) keys of ``features`` as columns of the values ``tfrec.decode_example`` gives.
+
+    A scalar stays a scalar and a fixed shape ``(n,)`` a fixed-size list; every other shape is
+    stored flat, so it is a list of any length. The columns of Parquet export.
+
+    Example:
+        >>> stored_column_types(FeaturesDict({"mat": Tensor(shape=(2, 3), dtype=np.int64)}))
+        {'mat': ColumnType(shape=(None,), dtype=dtype('int64'), text=False)}
+    """
+    text = set(_text_keys(features, ""))
+    columns = {}
+    for key, spec in features.parse_spec().items():
+        fixed = isinstance(spec, FixedLenFeature) and len(spec.shape) <= 1
+        shape = tuple(spec.shape) if fixed else (None,)
+        columns[key] = ColumnType(shape, np.dtype(spec.dtype), text=key in text)
+    return columns
 
 
 def _project_features(features: FeaturesDict, names: Sequence[str], prefix: str = "") -> FeaturesDict:
@@ -326,7 +377,7 @@ class ArrowDecoder:
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of the tables (fixed-size lists for tensors)."""
-        return pa.schema([(name, column.arrow_type()) for name, column in self.types.items()])
+        return schema_of(self.types)
 
     def columns(self, records: Sequence[bytes]) -> dict[str, Any]:
         """The decoded columns of ``records`` (numpy arrays, RaggedArray, SparseArray)."""
@@ -381,17 +432,25 @@ class NamedStream:
         self._stream.close()
 
 
+def arrow_filesystem(filesystem: Any) -> Any:
+    """``filesystem`` as a ``pyarrow.fs.FileSystem`` (an fsspec filesystem is wrapped).
+
+    Example:
+        >>> arrow_filesystem(fsspec.filesystem("memory")).type_name
+        'py::fsspec+memory'
+    """
+    import pyarrow.fs as pafs
+
+    if isinstance(filesystem, pafs.FileSystem):
+        return filesystem
+    return pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
+
+
 def _sample_records(path: str, filesystem: Any, compression: str | None, count: int) -> list[bytes]:
     codec = resolve_compression(compression, path)
     stream: IO[bytes] | Any
     if filesystem is not None:
-        import pyarrow.fs as pafs
-
-        fs = (
-            filesystem
-            if isinstance(filesystem, pafs.FileSystem)
-            else pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
-        )
+        fs = arrow_filesystem(filesystem)
         stream = cast("IO[bytes]", NamedStream(fs.open_input_stream(path, compression=None), path))
     else:
         stream = open_binary(path)
@@ -469,14 +528,7 @@ def features_from_arrow(schema: pa.Schema) -> FeaturesDict:
         >>> features_from_arrow(pa.schema([("id", pa.int64()), ("emb", pa.list_(pa.float32(), 4))]))
         FeaturesDict({'id': Tensor(shape=(), dtype=int64), 'emb': Tensor(shape=(4,), dtype=float32)})
     """
-    flat = {field.name: _feature_of(field.type, field.name) for field in schema}
-    return FeaturesDict(_nest(unflatten(flat)))
-
-
-def _nest(tree: dict[str, Any]) -> dict[str, Any]:
-    return {
-        key: FeaturesDict(_nest(value)) if isinstance(value, dict) else value for key, value in tree.items()
-    }
+    return nest_features({field.name: _feature_of(field.type, field.name) for field in schema})
 
 
 def rows(columns: Mapping[str, Any], count: int) -> Iterator[dict[str, Any]]:
@@ -485,6 +537,16 @@ def rows(columns: Mapping[str, Any], count: int) -> Iterator[dict[str, Any]]:
     values = [columns[name] for name in names]
     for i in range(count):
         yield unflatten({name: column[i] for name, column in zip(names, values, strict=True)})
+
+
+def serialize_table(table: pa.Table, features: FeaturesDict) -> Iterator[bytes]:
+    """Each row of ``table`` as a serialized Example (``a/b`` columns are the nested feature ``a/b``).
+
+    Example:
+        >>> writer.write_many(serialize_table(table, features_from_arrow(table.schema)))
+    """
+    columns = arrow_columns(table)
+    return (features.serialize_example(row) for row in rows(columns, table.num_rows))
 
 
 def arrow_columns(table: pa.Table) -> dict[str, Any]:

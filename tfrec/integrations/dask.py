@@ -25,10 +25,12 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..arguments import check_count
 from ..data import expand_paths, open_binary, read_index, shard_name
 from ..data.index.format import INDEX_SUFFIX
 from ..data.paths import is_url
-from ..errors import OptionalDependencyError, SchemaError, TfrecError
+from ..data.writing.shards import pending_name, pending_pattern, shard_suffix
+from ..errors import OptionalDependencyError, SchemaError
 from ..features import FeaturesDict
 from ..record import RecordReader, RecordWriter, resolve_compression
 
@@ -42,18 +44,15 @@ except ImportError:  # pragma: no cover - exercised only without dask
     raise OptionalDependencyError("dask", "dask", "tfrec.dask") from None
 
 from .arrow import (
+    BATCH_SIZE,
     ArrowDecoder,
     NamedStream,
-    arrow_columns,
     features_from_arrow,
-    rows,
     saved_or_inferred_features,
+    serialize_table,
 )
 
 __all__ = ["read_tfrecords", "to_tfrecords"]
-
-BATCH_SIZE = 4096  # records decoded at a time
-
 
 # One partition: (path, start offset, start index, number of records or None for the rest).
 Part = tuple[str, int, int, "int | None"]
@@ -153,12 +152,8 @@ def read_tfrecords(
         raise SchemaError(
             f"features must be a FeaturesDict, a spec dict or None, not {type(features).__name__}"
         )
-    if records_per_partition is not None and (
-        isinstance(records_per_partition, bool)
-        or not isinstance(records_per_partition, int)
-        or records_per_partition < 1
-    ):
-        raise TfrecError(f"records_per_partition must be an int >= 1, not {records_per_partition!r}")
+    if records_per_partition is not None:
+        records_per_partition = check_count("records_per_partition", records_per_partition)
     decoder = ArrowDecoder(features, columns)
     meta = _to_pandas(decoder.decode([]))
     reader = _ReadPart(decoder, compression, verify_checksums, batch_size)
@@ -176,9 +171,8 @@ def read_tfrecords(
 
 def _write_part(frame: pd.DataFrame, pending: str, features: FeaturesDict, codec: str | None) -> int:
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    columns = arrow_columns(table)
     with RecordWriter(pending, codec) as writer:
-        writer.write_many(features.serialize_example(row) for row in rows(columns, table.num_rows))
+        writer.write_many(serialize_table(table, features))
     return table.num_rows
 
 
@@ -216,12 +210,12 @@ def to_tfrecords(
     elif not isinstance(features, FeaturesDict):
         raise SchemaError(f"features must be a FeaturesDict, not {type(features).__name__}")
     prefix = os.path.abspath(os.fspath(path))
-    directory, name = os.path.split(prefix)
+    directory = os.path.dirname(prefix)
     os.makedirs(directory, exist_ok=True)
     codec = resolve_compression(compression, None)
-    suffix = ".tfrecord" + {"gzip": ".gz", "zlib": ".zz"}.get(codec or "", "")
+    suffix = shard_suffix(codec)
     token = secrets.token_hex(4)
-    pendings = [os.path.join(directory, f".{name}-{i:05d}.{token}.pending") for i in range(ddf.npartitions)]
+    pendings = [pending_name(prefix, i, token) for i in range(ddf.npartitions)]
     tasks = [
         delayed(_write_part)(part, pending, features, codec)
         for part, pending in zip(ddf.to_delayed(), pendings, strict=True)
@@ -229,7 +223,7 @@ def to_tfrecords(
     try:
         compute(*tasks)
     except BaseException:
-        for leftover in glob.glob(os.path.join(glob.escape(directory), f".{glob.escape(name)}-*.{token}*")):
+        for leftover in glob.glob(pending_pattern(prefix, token, ".*")):
             with contextlib.suppress(OSError):
                 os.remove(leftover)
         raise

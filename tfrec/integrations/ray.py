@@ -28,9 +28,11 @@ from typing import IO, Any, Literal, cast
 
 import numpy as np
 
+from ..arguments import check_count
 from ..data import expand_paths, shard_name
-from ..data.paths import SIDECAR_SUFFIXES
-from ..errors import MissingFileError, OptionalDependencyError, SchemaError, TfrecError
+from ..data.paths import is_listed
+from ..data.writing.shards import pending_name, pending_pattern, shard_suffix
+from ..errors import MissingFileError, OptionalDependencyError, SchemaError
 from ..features import FeaturesDict
 from ..record import RecordReader, RecordWriter, resolve_compression
 
@@ -44,12 +46,13 @@ except ImportError:  # pragma: no cover - exercised only without ray
     raise OptionalDependencyError("ray", "ray", "tfrec.ray") from None
 
 from .arrow import (
+    BATCH_SIZE,
     ArrowDecoder,
     NamedStream,
-    arrow_columns,
+    arrow_filesystem,
     features_from_arrow,
-    rows,
     saved_or_inferred_features,
+    serialize_table,
 )
 
 __all__ = [
@@ -58,8 +61,6 @@ __all__ = [
     "read_tfrecords",
     "write_tfrecords",
 ]
-
-BATCH_SIZE = 4096  # records decoded (and put in one Arrow table) at a time
 
 
 def _tensor(values: np.ndarray) -> pa.Array:
@@ -112,23 +113,19 @@ class TFRecordDatasource(FileBasedDatasource):  # type: ignore[misc]
 # -- reading -------------------------------------------------------------------------------------------
 
 
-def _wanted(name: str) -> bool:
-    base = os.path.basename(name.rstrip("/"))
-    return not base.startswith(("_", ".")) and os.path.splitext(base)[1] not in SIDECAR_SUFFIXES
-
-
 def _list_with(filesystem: Any, paths: str | Sequence[str]) -> list[str]:
     """Files named by ``paths`` on a pyarrow (or fsspec) filesystem; directories list their data files."""
     import pyarrow.fs as pafs
 
-    if not isinstance(filesystem, pafs.FileSystem):
-        filesystem = pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
+    filesystem = arrow_filesystem(filesystem)
     files: list[str] = []
     for path in [paths] if isinstance(paths, str) else list(paths):
         info = filesystem.get_file_info(path)
         if info.type == pafs.FileType.Directory:
             found = filesystem.get_file_info(pafs.FileSelector(path))
-            files += sorted(i.path for i in found if i.type == pafs.FileType.File and _wanted(i.path))
+            files += sorted(
+                i.path for i in found if i.type == pafs.FileType.File and is_listed(os.path.basename(i.path))
+            )
         elif info.type == pafs.FileType.File:
             files.append(path)
         else:
@@ -227,13 +224,12 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc,type-arg]
         self._prefix = os.path.abspath(os.fspath(path_prefix))
         self._features = features
         self._codec = resolve_compression(compression, None)
-        self._suffix = ".tfrecord" + {"gzip": ".gz", "zlib": ".zz"}.get(self._codec or "", "")
+        self._suffix = shard_suffix(self._codec)
         self._token = secrets.token_hex(4)
         self.paths: list[str] = []
 
     def _pending(self, task: int) -> str:
-        directory, name = os.path.split(self._prefix)
-        return os.path.join(directory, f".{name}-{task:05d}.{self._token}.pending")
+        return pending_name(self._prefix, task, self._token)
 
     def on_write_start(self, schema: Any = None) -> None:
         os.makedirs(os.path.dirname(self._prefix), exist_ok=True)
@@ -251,8 +247,7 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc,type-arg]
                     continue
                 if features is None:
                     features = features_from_arrow(table.schema)
-                columns = arrow_columns(table)
-                writer.write_many(features.serialize_example(row) for row in rows(columns, table.num_rows))
+                writer.write_many(serialize_table(table, features))
                 count += table.num_rows
         return count
 
@@ -260,9 +255,8 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc,type-arg]
         # The shards are found by this sink's token rather than from the tasks' return values:
         # Ray before 2.39 hands the driver row counts only. The driver must see the directory.
         result = super().on_write_complete(write_result)  # Ray < 2.39 returns its WriteResult
-        directory, name = os.path.split(self._prefix)
-        pattern = os.path.join(glob.escape(directory), f".{glob.escape(name)}-*.{self._token}.pending")
-        written = sorted(glob.glob(pattern))  # task numbers are zero-padded: name order is task order
+        # Task numbers are zero-padded: name order is task order.
+        written = sorted(glob.glob(pending_pattern(self._prefix, self._token)))
         if not written:  # an empty dataset: one empty shard, so the dataset exists
             with RecordWriter(self._pending(0), self._codec):
                 pass
@@ -272,14 +266,11 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc,type-arg]
         for pending, final in zip(written, self.paths, strict=True):
             os.replace(pending, final)
         if self._features is not None:
-            self._features.save(directory)
+            self._features.save(os.path.dirname(self._prefix))
         return result
 
     def on_write_failed(self, error: Exception) -> None:
-        directory, name = os.path.split(self._prefix)
-        for pending in glob.glob(
-            os.path.join(glob.escape(directory), f".{glob.escape(name)}-*.{self._token}.*")
-        ):
+        for pending in glob.glob(pending_pattern(self._prefix, self._token, ".*")):
             with contextlib.suppress(OSError):
                 os.remove(pending)
 
@@ -293,7 +284,7 @@ def _arrow_schema(schema: Any) -> pa.Schema:
     base = getattr(schema, "base_schema", None)
     if isinstance(base, pa.Schema):
         return base
-    raise TfrecError(f"cannot infer features from a {type(schema).__name__} schema; give features=")
+    raise SchemaError(f"cannot infer features from a {type(schema).__name__} schema; give features=")
 
 
 def write_tfrecords(
@@ -326,9 +317,7 @@ def write_tfrecords(
         ['out/train-00000-of-00016.tfrecord', ...]
     """
     if num_shards is not None:
-        if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
-            raise TfrecError(f"num_shards must be an int >= 1, not {num_shards!r}")
-        ds = ds.repartition(num_shards)
+        ds = ds.repartition(check_count("num_shards", num_shards))
     if features is not None and not isinstance(features, FeaturesDict):
         raise SchemaError(f"features must be a FeaturesDict, not {type(features).__name__}")
     if features is None:  # on the driver, so that features.json is written (and the same everywhere)

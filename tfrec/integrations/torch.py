@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import check_choice
 from ..data import TFRecordDataset
-from ..errors import OptionalDependencyError, TfrecError
+from ..errors import InvalidArgumentError, OptionalDependencyError
 
 try:
     import torch
@@ -86,11 +87,10 @@ class TFRecordIterableDataset(IterableDataset):  # type: ignore[type-arg]
         **dataset_options: Any,
     ) -> None:
         super().__init__()
-        if output not in ("numpy", "torch"):
-            raise TfrecError(f"output must be 'numpy' or 'torch', not {output!r}")
+        check_choice("output", output, ("numpy", "torch"))
         if isinstance(source, TFRecordDataset):
             if dataset_options or shuffle_buffer or batch_size:
-                raise TfrecError(
+                raise InvalidArgumentError(
                     "a TFRecordDataset is already configured: chain .shuffle()/.batch() on it "
                     "instead of passing dataset options here"
                 )

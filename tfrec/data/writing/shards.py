@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import glob
 import itertools
 import os
 import secrets
@@ -36,9 +37,20 @@ from ...record import RecordWriter, resolve_compression
 from ...record.frame import FRAMING
 from ..index.format import INDEX_SUFFIX, write_index
 
-__all__ = ["ShardInfo", "ShardedWriter", "WriteSummary", "shard_name", "shard_x_of_y", "write_dataset"]
+__all__ = [
+    "TFRECORD_SUFFIXES",
+    "ShardInfo",
+    "ShardedWriter",
+    "WriteSummary",
+    "pending_name",
+    "pending_pattern",
+    "shard_name",
+    "shard_suffix",
+    "shard_x_of_y",
+    "write_dataset",
+]
 
-_EXTENSIONS = {"gzip": ".gz", "zlib": ".zz"}
+_EXTENSIONS = {"gzip": ".gz", "zlib": ".zz"}  # what each compression adds to a file's suffix
 _CHUNK = 1024  # records serialized and written together by write_many
 
 
@@ -50,6 +62,44 @@ def shard_name(prefix: str | os.PathLike[str], index: int, count: int, suffix: s
         'out/train-00003-of-00016.tfrecord'
     """
     return f"{os.fspath(prefix)}-{shard_x_of_y(index, count)}{suffix}"
+
+
+def shard_suffix(compression: str | None, suffix: str = ".tfrecord") -> str:
+    """``suffix`` with the extension of ``compression`` (``None``, ``"gzip"`` or ``"zlib"``).
+
+    Example:
+        >>> shard_suffix("gzip")
+        '.tfrecord.gz'
+    """
+    return suffix + _EXTENSIONS.get(compression or "", "")
+
+
+def pending_name(prefix: str | os.PathLike[str], index: int, token: str) -> str:
+    """The hidden name shard ``index`` of the writer ``token`` has until the whole set is published
+    (renamed to its :func:`shard_name`); readers listing the directory skip it.
+
+    Example:
+        >>> pending_name("out/train", 3, "9f0c1a2b")
+        'out/.train-00003.9f0c1a2b.pending'
+    """
+    directory, name = os.path.split(os.fspath(prefix))
+    return os.path.join(directory, f".{name}-{index:05d}.{token}.pending")
+
+
+def pending_pattern(prefix: str | os.PathLike[str], token: str, ending: str = ".pending") -> str:
+    """A glob of the :func:`pending_name` files of the writer ``token``; ``ending=".*"`` also matches
+    what an aborted write leaves beside them (``.pending.partial``).
+
+    Example:
+        >>> pending_pattern("out/train", "9f0c1a2b")
+        'out/.train-*.9f0c1a2b.pending'
+    """
+    directory, name = os.path.split(os.fspath(prefix))
+    return os.path.join(glob.escape(directory), f".{glob.escape(name)}-*.{token}{ending}")
+
+
+# The names TFRecord files are written under, uncompressed or not.
+TFRECORD_SUFFIXES = tuple(shard_suffix(compression) for compression in (None, *_EXTENSIONS))
 
 
 def shard_x_of_y(index: int, count: int) -> str:
@@ -326,8 +376,7 @@ class ShardedWriter:
             shard.lengths.frombytes((lengths + FRAMING).tobytes())
 
     def _new_shard(self) -> _Shard:
-        directory, name = os.path.split(self._prefix)
-        pending = os.path.join(directory, f".{name}-{len(self._shards):05d}.{self._token}.pending")
+        pending = pending_name(self._prefix, len(self._shards), self._token)
         shard = _Shard(pending, RecordWriter(pending, self._codec, compression_level=self._level))
         self._shards.append(shard)
         return shard
@@ -444,8 +493,7 @@ def _full_suffix(suffix: str, codec: str | None) -> str:
             f"ShardedWriter: suffix {suffix!r} names {implied} compression but compression={codec!r}; "
             f"pass compression={implied!r}, or a suffix without the extension"
         )
-    extension = _EXTENSIONS.get(codec or "", "")
-    return suffix if implied == codec else suffix + extension
+    return suffix if implied == codec else shard_suffix(codec, suffix)
 
 
 def _note(exc: BaseException, note: str) -> None:
