@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tfrec
+from tfrec import infer_features
 from tfrec.features import (
     ClassLabel,
     FeatureConnector,
@@ -19,8 +20,8 @@ from tfrec.features import (
     Sequence,
     Tensor,
     Text,
+    describe_features,
 )
-from tfrec.features.infer import describe_features, infer_features
 
 HERE = Path(__file__).parent
 TFDS_TRAIN = HERE / "tfds_sample" / "tfrec_research_ordered-train.tfrecord-00000-of-00001"

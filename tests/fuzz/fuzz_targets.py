@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 import tfrec
-from tfrec.features import ClassLabel, FeaturesDict, Image, Scalar, Sequence, Tensor, Text, infer_features
+from tfrec import infer_features
+from tfrec.features import ClassLabel, FeaturesDict, Image, Scalar, Sequence, Tensor, Text
 
 SCRATCH = tempfile.mkdtemp(prefix="tfrec-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
 atexit.register(shutil.rmtree, SCRATCH, True)  # a child killed outright leaves it (in the temp dir)

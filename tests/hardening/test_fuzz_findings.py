@@ -55,7 +55,7 @@ def test_a_key_that_is_not_utf8_is_a_schema_error_in_a_spec() -> None:
     (key,) = tfrec.decode_example(record)  # surrogate-escaped, as os.fsdecode does
     with pytest.raises(tfrec.SchemaError, match="UTF-8"):
         tfrec.parse_single_example(record, {key: tfrec.VarLenFeature(tfrec.int64)})
-    inferred = tfrec.features.infer_features([record])
+    inferred = tfrec.infer_features([record])
     with pytest.raises(tfrec.SchemaError, match="UTF-8"):
         inferred.deserialize_example(record)
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ..convert import jsonable, load_features, records_to_jsonl
-from ..data import build_index, expand_paths
+from ..data import build_index, expand_paths, infer_features
 from ..errors import DecodeError, SchemaError
 from ..example import decode_sequence_example
-from ..features import INFER_SAMPLE, FeaturesDict, describe_features, infer_features
+from ..features import INFER_SAMPLE, FeaturesDict, describe_features
 from ..record import RecordWriter, resolve_compression
 from .progress import progress_bar
 from .reading import Damage, Place, walk

@@ -3,8 +3,8 @@
 :func:`infer_features` takes the sources of :class:`~tfrec.TFRecordDataset`:
 paths, globs, brace patterns, directories and ``scheme://`` URLs (fsspec,
 ``storage_options=``), or a list of them, each file's compression inferred
-from its suffix; or, as :func:`tfrec.features.infer_features`, an iterable of
-serialized Examples. The sample is read file after file, in the order of
+from its suffix; or an iterable of serialized Examples. It is the one public
+``infer_features``. The sample is read file after file, in the order of
 :func:`~tfrec.data.expand_paths`, and looked at by the features layer's
 :class:`~tfrec.features.infer.RecordSurvey`.
 
@@ -39,8 +39,16 @@ def infer_features(
 ) -> FeaturesDict:
     """Propose a FeaturesDict that reads the tf.train.Example records of ``source``.
 
-    What is proposed for each key is described in
-    :func:`tfrec.features.infer_features`; this function only finds the records.
+    Per key: int64/float values give ``Tensor(shape=())`` when every record has
+    one value, ``(n,)`` when always ``n``, ``(None,)`` when counts vary or the
+    key is missing in some records; single UTF-8 bytes values give ``Text()``,
+    single PNG/JPEG values ``Image``, other bytes ``Tensor(dtype=str)``. Keys
+    with ``/`` become nested dicts; ``k/ragged_flat_values`` +
+    ``k/ragged_row_lengths_0`` become ``Sequence(Sequence(...))`` under ``k`` (one more
+    ``Sequence`` for each further ``ragged_row_lengths_{i}``).
+    A key that never holds a kind (only empty Features) is left out: its dtype
+    is unknown. The proposal is a starting point: check it (ClassLabels,
+    ``encoding="bytes"`` tensors and fixed image sizes are not guessed).
 
     Args:
         source: a path, glob, brace pattern (``{00000..00015}``), directory or

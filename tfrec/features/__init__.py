@@ -18,7 +18,7 @@ from __future__ import annotations
 from .base import FeatureConnector, TensorInfo
 from .features_dict import FEATURES_FILE, FeaturesDict, labels_file
 from .image import Image
-from .infer import INFER_SAMPLE, describe_features, infer_features
+from .infer import INFER_SAMPLE, describe_features
 from .sequence import Sequence
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
@@ -37,6 +37,5 @@ __all__ = [
     "TensorInfo",
     "Text",
     "describe_features",
-    "infer_features",
     "labels_file",
 ]

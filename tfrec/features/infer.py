@@ -1,6 +1,6 @@
 """Propose a FeaturesDict for existing tf.train.Example records (features layer).
 
-:func:`infer_features` reads a sample of records, decodes each without a schema
+:func:`propose_features` (behind :func:`tfrec.infer_features`) decodes a sample of records without a schema
 (:func:`tfrec.decode_example`) and proposes, per key, the connector that reads
 what it saw: scalars, fixed or variable-length tensors, text, PNG/JPEG images,
 nested dicts (``a/b`` keys) and ragged sequences (tfds' ``ragged_*`` keys).
@@ -9,7 +9,7 @@ prints any FeaturesDict as Python source, to copy into a dataset's code; its
 JSON form is ``features.to_json()``.
 
 Example:
-    >>> features = infer_features("train.tfrecord")
+    >>> features = propose_features(tfrec.read_records("train.tfrecord"))
     >>> print(describe_features(features))
     FeaturesDict({
         "label": Tensor(shape=(), dtype=np.int64, doc="inferred from 1000 records: 1 value each"),
@@ -22,7 +22,6 @@ import io
 import itertools
 import json
 import operator
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +30,6 @@ import numpy as np
 
 from ..errors import DecodeError, InvalidArgumentError, SchemaError
 from ..example import decode_example
-from ..record import read_records
 from .base import FeatureConnector, dtype_name
 from .features_dict import FeaturesDict
 from .image import Image
@@ -44,8 +42,8 @@ __all__ = [
     "RecordSurvey",
     "check_records_source",
     "describe_features",
-    "infer_features",
     "nest_features",
+    "propose_features",
 ]
 
 INFER_SAMPLE = 1000  # records features are inferred from, unless told otherwise (every reader's default)
@@ -72,50 +70,18 @@ class _Seen:
     widths: set[int] = field(default_factory=set)  # ragged flat values: values per innermost item (-1: odd)
 
 
-def infer_features(
-    source: str | os.PathLike[str] | Iterable[bytes],
-    *,
-    sample: int | None = INFER_SAMPLE,
-    compression: str | None = "auto",
-) -> FeaturesDict:
-    """Propose a FeaturesDict that reads the tf.train.Example records of ``source``.
+def propose_features(records: Iterable[bytes], *, sample: int | None = INFER_SAMPLE) -> FeaturesDict:
+    """A FeaturesDict proposed from serialized Examples (the rules: :func:`tfrec.infer_features`).
 
-    Per key: int64/float values give ``Tensor(shape=())`` when every record has
-    one value, ``(n,)`` when always ``n``, ``(None,)`` when counts vary or the
-    key is missing in some records; single UTF-8 bytes values give ``Text()``,
-    single PNG/JPEG values ``Image``, other bytes ``Tensor(dtype=str)``. Keys
-    with ``/`` become nested dicts; ``k/ragged_flat_values`` +
-    ``k/ragged_row_lengths_0`` become ``Sequence(Sequence(...))`` under ``k`` (one more
-    ``Sequence`` for each further ``ragged_row_lengths_{i}``).
-    A key that never holds a kind (only empty Features) is left out: its dtype
-    is unknown. The proposal is a starting point: check it (ClassLabels,
-    ``encoding="bytes"`` tensors and fixed image sizes are not guessed).
-
-    :func:`tfrec.infer_features` makes the same proposal from anything a
-    dataset reads (globs, directories, URLs, lists of them).
-
-    Args:
-        source: a TFRecord path (CRCs are verified), or an iterable of serialized Examples.
-        sample: how many records to read from the start (``None``: all).
-        compression: the file's compression, as for :func:`tfrec.read_records`.
-
-    Raises:
-        DecodeError: a record is not a tf.train.Example (names the record number).
-        SchemaError: a key holds different kinds of lists in different records.
-        InvalidArgumentError: ``source`` is neither a path nor an iterable of bytes
-            (one record alone, say), or ``sample`` is below 1.
+    The features layer's half of :func:`tfrec.infer_features`, which finds the
+    records (paths, globs, URLs, or records as they are) and hands them here.
 
     Example:
-        >>> records = [tfrec.encode_example({"id": 1, "tags": [b"a", b"b"]})]
-        >>> infer_features(records)["id"]
+        >>> propose_features([tfrec.encode_example({"id": 1})])["id"]
         Tensor(shape=(), dtype=int64)
     """
     survey = RecordSurvey(sample)
-    if isinstance(source, (str, os.PathLike)):
-        with read_records(source, compression) as reader:
-            survey.add(reader, os.fspath(source))
-    else:
-        survey.add(check_records_source(source), "<records>")
+    survey.add(check_records_source(records), "<records>")
     return survey.features()
 
 

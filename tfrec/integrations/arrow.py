@@ -31,7 +31,7 @@ from typing import IO, Any, cast
 
 import numpy as np
 
-from ..data import open_binary
+from ..data import infer_features, open_binary
 from ..data.paths import is_url
 from ..errors import OptionalDependencyError, SchemaError, TfrecError
 from ..example import (
@@ -52,7 +52,6 @@ from ..features import (
     Image,
     Tensor,
     Text,
-    infer_features,
 )
 from ..features import Sequence as SequenceFeature
 from ..features.infer import nest_features

@@ -156,7 +156,7 @@ def read_tfrecords(
             ``/``), a tf.io-style spec (``{"label": tfrec.FixedLenFeature([], tfrec.int64)}``),
             or ``None``: the ``features.json`` beside the first file if there is one (as
             :func:`write_tfrecords` and tensorflow_datasets write it), else inferred from up to
-            1000 records of the first 8 files (:func:`tfrec.features.infer_features`).
+            1000 records of the first 8 files (:func:`tfrec.infer_features`).
         columns: read only these columns; nothing else is decoded.
         compression: ``"auto"`` (from each file's suffix), ``None``, ``"gzip"`` or ``"zlib"``.
         verify_checksums: check both CRCs of every record (default).
