@@ -24,7 +24,7 @@ from typing import IO
 
 import numpy as np
 
-from ..errors import RecordTypeError, TfrecError
+from ..errors import InvalidArgumentError, RecordTypeError, TfrecError
 from . import frame
 from .compression import check_level, open_compressed, resolve_compression
 from .crc import crc_function, mask, mask_array
@@ -125,7 +125,7 @@ class RecordWriter:
         if self._failed is not None:
             raise self._failure()
         if self._closed:
-            raise TfrecError(f"{self._path or '<stream>'}: write to a closed RecordWriter")
+            raise InvalidArgumentError(f"{self._path or '<stream>'}: write to a closed RecordWriter")
 
     def write(self, record: BytesLike) -> None:
         """Append one record.
