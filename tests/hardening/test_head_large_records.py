@@ -98,10 +98,15 @@ report({"status": main(["head", PATH])})
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS")
-def test_head_of_a_large_record_runs_in_memory_far_below_its_size(tmp_path: Path) -> None:
+@pytest.mark.parametrize("damaged", [False, True], ids=["intact", "damaged"])
+def test_head_of_a_large_record_runs_in_memory_far_below_its_size(tmp_path: Path, damaged: bool) -> None:
     size = 192 * MiB
     path = tmp_path / "large.tfrecord"
-    tfrec.write_records(path, [tfrec.encode_example({"raw": bytes(size)})])
+    tfrec.write_records(path, [tfrec.encode_example({"raw": bytes(size)}), RECORDS[0]])
+    if damaged:
+        with open(path, "r+b") as file:
+            file.seek(size // 2)
+            file.write(b"\x01")
     small = tmp_path / "small.tfrecord"
     tfrec.write_records(small, RECORDS)
     # What the same command takes on a small file, plus 64 MiB: a third of the record.
@@ -110,9 +115,21 @@ def test_head_of_a_large_record_runs_in_memory_far_below_its_size(tmp_path: Path
     cap = probe.result["peak"] + 64 * MiB
     child = run_child(_HEAD.replace("PATH", repr(str(path))), memory=cap, timeout=120)
     assert child.returncode == 0, child.describe()
-    assert child.result == {"status": 0}
-    (line,) = [line for line in child.stdout.splitlines() if line.startswith("{")]
-    assert json.loads(line) == {"raw": [{"truncated": "\u0000" * peek.SHOWN_BYTES, "bytes": size}]}
+    assert child.result == {"status": 1 if damaged else 0}
+    rows = [json.loads(line) for line in child.stdout.splitlines() if line.startswith("{")]
+    large = {"raw": [{"truncated": "\u0000" * peek.SHOWN_BYTES, "bytes": size}]}
+    assert rows == ([] if damaged else [large]) + [record_to_json(RECORDS[0])]
+    if damaged:
+        assert f"{path}: record 0, offset 0: " in child.stderr and "data CRC mismatch" in child.stderr
+
+
+def test_head_minus_n(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "x.tfrecord"
+    tfrec.write_records(path, RECORDS)
+    assert main(["head", "-n", "0", str(path)]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["head", "-n", "-1", str(path)]) == 2
+    assert "-n must be 0 or more" in capsys.readouterr().err
 
 
 _PEAK = """

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from ..convert import jsonable, load_features, records_to_jsonl
 from ..data import build_index, expand_paths
-from ..errors import DecodeError, SchemaError
+from ..errors import DecodeError, InvalidArgumentError, SchemaError
 from ..example import decode_sequence_example
 from ..features import FeaturesDict, describe_features, infer_features
 from ..record import RecordWriter, resolve_compression
@@ -222,6 +222,8 @@ def head(args: argparse.Namespace) -> int:
     features = load_features(args.features) if args.features else None
     paths = _files(args.paths)
     damage: list[Damage] = []
+    if args.n is not None and args.n < 0:
+        raise InvalidArgumentError(f"{args.command}: -n must be 0 or more, not {args.n}")
     if args.command == "head":  # large records streamed, values cut short
         limit = args.n if args.n is not None else 10
         for row in head_rows(paths, damage, limit, features, sequence=args.sequence):

@@ -5,8 +5,8 @@ larger one is never held: its frame is read in 1 MiB pieces, each piece goes thr
 and its Example (or SequenceExample) is walked on the wire as the pieces pass. A value is shown up to
 :data:`SHOWN_BYTES` bytes and a list up to :data:`SHOWN_VALUES` values; what was cut short shows as
 ``{"truncated": <what is shown>, "bytes": <its size on the wire>}``. The record is printed only
-once its CRC has matched, so damage is never shown as data. After any damage the rest of the file is
-read by the reader that skips damage (:func:`~tfrec.cli.reading.walk`), which reports it.
+once its CRC has matched, so damage is never shown as data. After any other damage the rest of the
+file is read by the reader that skips damage (:func:`~tfrec.cli.reading.walk`), which reports it.
 
 Example:
     >>> damage = []
@@ -30,6 +30,7 @@ from ..features import FeaturesDict
 from ..record import masked_crc, resolve_compression
 from ..record.compression import open_decompressed
 from ..record.crc import mask
+from ..record.frame import data_error
 from .reading import FRAMING, Damage, Place, walk
 
 __all__ = ["SHOWN_BYTES", "SHOWN_VALUES", "WHOLE_BYTES", "head_rows"]
@@ -316,11 +317,18 @@ def _frames(
                             problem = exc
                             data.skip(data.remaining())
                         footer = stream.read(4)
-                        if len(footer) < 4 or mask(data.crc) != struct.unpack("<I", footer)[0]:
+                        if len(footer) < 4:
                             raise _Damaged
-                        if problem is not None:
+                        stored, computed = struct.unpack("<I", footer)[0], mask(data.crc)
+                        if stored != computed:  # reported here: the reader would hold the record whole
+                            error = data_error(
+                                length, stored, computed, path=path, index=index, offset=offset
+                            )
+                            damage.append(Damage(path, index, offset, str(error)))
+                        elif problem is not None:
                             raise DecodeError(f"{path}, record {index}: {problem}") from None
-                        yield index, offset, view
+                        else:
+                            yield index, offset, view
                     index += 1
                     offset += length + FRAMING
                 except (_Damaged, OSError, EOFError, zlib.error):
@@ -353,6 +361,8 @@ def head_rows(
     """The first ``limit`` records of ``paths`` as JSON-ready dicts; large ones cut short (shown
     without ``features``, which decode whole records only). Damage is added to ``damage``."""
     shown = 0
+    if limit is not None and limit <= 0:
+        return
     for path in paths:
         with contextlib.closing(_frames(path, damage)) as frames:
             for index, _, record in frames:
