@@ -264,6 +264,7 @@ def test_record_error_rebuilt_from_a_worker_traceback_keeps_the_text_and_finds_t
     message = (
         "Caught TruncatedRecordError in DataLoader worker process 1.\nOriginal Traceback (most recent "
         f'call last):\n  File "reader.py", line 1, in read\ntfrec.errors.TruncatedRecordError: {original}\n'
+        "tfrec: out/train: the ShardedWriter was aborted; no shard was kept\n"  # a note
     )
     copy = tfrec.TruncatedRecordError(message)
     assert str(copy) == message

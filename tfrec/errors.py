@@ -68,7 +68,8 @@ _LOCATION = re.compile(
     r"(?P<path>[^\n]+?)(?:, record (?P<index>\d+))?(?:, offset (?P<offset>\d+))?: (?P<problem>[^\n]*)"
 )
 _PATH_LIKE = re.compile(r"\S*[./\\]\S*")  # a file name without blanks: "x.tfrecord", "dir/x"
-_QUALIFIED = re.compile(r"[\w.]+: ")  # "tfrec.errors.ChecksumError: ", how a traceback ends
+# "tfrec.errors.ChecksumError: ", how a traceback ends (and not a note such as "tfrec: out/x: ...")
+_QUALIFIED = re.compile(r"[\w.]*Error: ")
 
 
 def _location(line: str) -> tuple[str | None, int | None, int | None, str] | None:
