@@ -210,3 +210,68 @@ def test_every_error_is_exported_from_tfrec() -> None:
     assert {cls for cls, _ in HIERARCHY} | {tfrec.TfrecWarning} == {
         getattr(tfrec.errors, name) for name in tfrec.errors.__all__
     }
+
+
+# -- rebuilt from the message alone (torch's DataLoader does `type(exc)(msg)`) ---------------------
+
+
+def _subclasses(cls: type[Exception]) -> list[type[Exception]]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
+# One instance of every subclass, the internal ones too.
+EVERY_CLASS: dict[type[Exception], Exception] = {
+    **{type(exc): exc for _, exc, _, _ in reversed(INSTANCES)},
+    tfrec.errors.WireError: tfrec.errors.WireError("truncated varint at byte 3", index=2),
+}
+
+
+def test_every_subclass_has_an_instance_in_the_table() -> None:
+    assert set(_subclasses(tfrec.TfrecError)) <= set(EVERY_CLASS)
+
+
+@pytest.mark.parametrize(
+    "exc", [exc for _, exc, _, _ in INSTANCES] + [EVERY_CLASS[tfrec.errors.WireError]],
+    ids=[case[0] for case in INSTANCES] + ["WireError"],
+)  # fmt: skip
+def test_error_rebuilt_from_its_message_keeps_it(exc: Exception) -> None:
+    copy = type(exc)(str(exc))
+    assert type(copy) is type(exc)
+    assert str(copy) == str(exc)
+    again = pickle.loads(pickle.dumps(copy))
+    assert str(again) == str(exc) and again.__dict__ == copy.__dict__
+
+
+def test_record_error_rebuilt_from_its_message_keeps_its_location(tmp_path: Path) -> None:
+    path = tmp_path / "damaged.tfrecord"
+    tfrec.write_records(path, [b"first", b"second"])
+    data = bytearray(path.read_bytes())
+    data[21 + 12] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(tfrec.ChecksumError) as info:
+        list(tfrec.read_records(path))
+    copy = tfrec.ChecksumError(str(info.value))
+    assert str(copy) == str(info.value)
+    assert (copy.path, copy.index, copy.offset, copy.part) == (str(path), 1, 21, "data")
+    assert (copy.stored, copy.computed) == (info.value.stored, info.value.computed)
+
+
+def test_record_error_rebuilt_from_a_worker_traceback_keeps_the_text_and_finds_the_location() -> None:
+    original = tfrec.TruncatedRecordError("the file is truncated", path="a/x.tfrecord", index=7, offset=99)
+    message = (
+        "Caught TruncatedRecordError in DataLoader worker process 1.\nOriginal Traceback (most recent "
+        f'call last):\n  File "reader.py", line 1, in read\ntfrec.errors.TruncatedRecordError: {original}\n'
+        "tfrec: out/train: the ShardedWriter was aborted; no shard was kept\n"  # a note
+    )
+    copy = tfrec.TruncatedRecordError(message)
+    assert str(copy) == message
+    assert (copy.path, copy.index, copy.offset) == ("a/x.tfrecord", 7, 99)
+    assert isinstance(copy, EOFError)
+
+
+def test_one_string_without_a_location_is_still_a_problem_on_a_stream() -> None:
+    assert str(tfrec.RecordError("bad frame: the length is 0")) == "<stream>: bad frame: the length is 0"
+    assert tfrec.ChecksumError("bad").part is None

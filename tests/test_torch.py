@@ -102,3 +102,18 @@ def test_to_torch_converts_numbers_only() -> None:
     assert torch.equal(out["a"], torch.arange(3))
     assert out["b"].tolist() == [b"x"]
     assert out["c"][0].dtype == torch.float32 and float(out["c"][0]) == 2.5
+
+
+def test_a_checksum_error_in_a_worker_reaches_the_user_as_a_checksum_error(tmp_path: Path) -> None:
+    for name in ("a", "b"):  # a file per worker
+        tfrec.write_records(tmp_path / f"{name}.tfrecord", [tfrec.encode_example({"id": i, "raw": b"x"})
+                                                            for i in range(20)])  # fmt: skip
+    path = tmp_path / "b.tfrecord"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    ds = TFRecordIterableDataset(tmp_path, spec={"id": SPEC["id"]}, seed=0)
+    with pytest.raises(tfrec.ChecksumError) as info:
+        list(DataLoader(ds, batch_size=4, num_workers=2))
+    assert str(path) in str(info.value) and "record" in str(info.value)
+    assert info.value.path == str(path) and info.value.offset is not None

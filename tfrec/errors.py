@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 __all__ = [
@@ -61,6 +62,50 @@ def _rebuild(cls: type[TfrecError], args: tuple[Any, ...], state: dict[str, Any]
     return exc
 
 
+# A location as _where writes it, at the start of a line: "<stream>" or a path, then ", record N"
+# and ", offset N" when known, then ": " and the problem.
+_LOCATION = re.compile(
+    r"(?P<path>[^\n]+?)(?:, record (?P<index>\d+))?(?:, offset (?P<offset>\d+))?: (?P<problem>[^\n]*)"
+)
+_PATH_LIKE = re.compile(r"\S*[./\\]\S*")  # a file name without blanks: "x.tfrecord", "dir/x"
+# "tfrec.errors.ChecksumError: ", how a traceback ends (and not a note such as "tfrec: out/x: ...")
+_QUALIFIED = re.compile(r"[\w.]*Error: ")
+
+
+def _location(line: str) -> tuple[str | None, int | None, int | None, str] | None:
+    """``(path, index, offset, problem)`` when ``line`` starts with a location tfrec writes."""
+    found = _LOCATION.match(line)
+    if found is None:
+        return None
+    path, index, offset = found["path"], found["index"], found["offset"]
+    if path != "<stream>" and index is None and offset is None and not _PATH_LIKE.fullmatch(path):
+        return None  # "a problem: its detail" names no place
+    return (
+        None if path == "<stream>" else path,
+        None if index is None else int(index),
+        None if offset is None else int(offset),
+        found["problem"],
+    )
+
+
+def _located_message(message: str) -> tuple[str | None, int | None, int | None, str] | None:
+    """The location a whole error message starts with, else the one named by the last line of a
+    traceback it holds (as torch's DataLoader passes a worker's error on); None when it names none.
+
+    Example:
+        >>> _located_message("x.tfrecord, record 3, offset 120: bad frame")
+        ('x.tfrecord', 3, 120, 'bad frame')
+    """
+    first = _location(message)
+    if first is not None:
+        return first
+    for line in reversed(message.splitlines()[1:]):
+        qualified = _QUALIFIED.match(line)
+        if qualified is not None and (found := _location(line[qualified.end() :])) is not None:
+            return found
+    return None
+
+
 def _where(path: str | None, index: int | None, offset: int | None) -> str:
     parts = [f"{path}" if path is not None else "<stream>"]
     if index is not None:
@@ -78,6 +123,13 @@ class RecordError(TfrecError, ValueError):
         index: the number of the damaged record, counting from 0.
         offset: byte offset of the damaged record's header in the
             (decompressed) stream.
+
+    Built from one string that already starts with a location (``str()`` of another RecordError),
+    the message is kept as it is and the attributes are read from it.
+
+    Example:
+        >>> tfrec.RecordError("bad frame", path="x.tfrecord", index=3, offset=120).args[0]
+        'x.tfrecord, record 3, offset 120: bad frame'
     """
 
     def __init__(
@@ -92,6 +144,12 @@ class RecordError(TfrecError, ValueError):
         self.index = index
         self.offset = offset
         self.problem = problem
+        if path is None and index is None and offset is None:
+            known = _located_message(problem)
+            if known is not None:  # a whole message, e.g. rebuilt by torch from str(exc)
+                self.path, self.index, self.offset, self.problem = known
+                super().__init__(problem)
+                return
         super().__init__(f"{_where(self.path, index, offset)}: {problem}")
 
 
@@ -102,23 +160,38 @@ class ChecksumError(RecordError):
         part: ``"length"`` or ``"data"``, which CRC failed.
         stored: the masked CRC found in the file.
         computed: the masked CRC of the bytes that were read.
+
+    Built from a message alone, ``part``, ``stored`` and ``computed`` are read from it when it
+    names them (``None`` otherwise).
     """
 
     def __init__(
         self,
         problem: str,
         *,
-        part: str,
-        stored: int,
-        computed: int,
+        part: str | None = None,
+        stored: int | None = None,
+        computed: int | None = None,
         path: str | os.PathLike[str] | None = None,
         index: int | None = None,
         offset: int | None = None,
     ) -> None:
+        if part is None and stored is None and computed is None:
+            named = _CRC_NAMED.search(problem)
+            if named is not None:
+                part = named["part"]
+                stored, computed = int(named["stored"], 16), int(named["computed"], 16)
         self.part = part
         self.stored = stored
         self.computed = computed
         super().__init__(problem, path=path, index=index, offset=offset)
+
+
+# How the record layer words a CRC mismatch (tfrec/record/frame.py), read back from a message.
+_CRC_NAMED = re.compile(
+    r"(?P<part>length|data) CRC mismatch[^\n]*?: "
+    r"stored (?P<stored>0x[0-9a-f]+), computed (?P<computed>0x[0-9a-f]+)"
+)
 
 
 class TruncatedRecordError(RecordError, EOFError):
@@ -176,14 +249,30 @@ class MissingFeatureError(TfrecError, LookupError):
 
 
 class OptionalDependencyError(TfrecError, ImportError):
-    """An optional package is needed; the message names the pip extra."""
+    """An optional package is needed; the message names the pip extra.
 
-    def __init__(self, package: str, extra: str, purpose: str) -> None:
+    Built from one string (a message), ``package`` and ``extra`` are read from it when it names them.
+
+    Example:
+        >>> str(tfrec.OptionalDependencyError("pyarrow", "parquet", "Writing Parquet"))
+        "Writing Parquet needs the optional package 'pyarrow': install it with: pip install 'tfrec[parquet]'"
+    """
+
+    def __init__(self, package: str, extra: str | None = None, purpose: str | None = None) -> None:
+        if extra is None or purpose is None:  # one string: a whole message
+            named = _EXTRA_NAMED.search(package)
+            self.package: str | None = named["package"] if named else None
+            self.extra: str | None = named["extra"] if named else extra
+            super().__init__(package)
+            return
         self.package = package
         self.extra = extra
         super().__init__(
             f"{purpose} needs the optional package {package!r}: install it with: pip install 'tfrec[{extra}]'"
         )
+
+
+_EXTRA_NAMED = re.compile(r"optional package '(?P<package>[^']+)'.*?pip install 'tfrec\[(?P<extra>[^\]]+)\]'")
 
 
 # -- data layer: datasets over many files, sharded writing, random access ------------------------------
@@ -253,6 +342,8 @@ class ConvertError(TfrecError, ValueError):
     Attributes:
         path: the input file (``None`` for a stream).
         where: the place in it: ``"row 17, column 'age'"``, ``"sample '000123'"``, ``"record 4"``.
+
+    Built from one string (a message), the message is kept whole and ``path``/``where`` are ``None``.
     """
 
     def __init__(self, problem: str, *, path: str | None = None, where: str | None = None) -> None:

@@ -99,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=look.inspect)
 
     for name, text in (
-        ("head", "the first records as JSON Lines (-n 10)"),
-        ("cat", "every record as JSON Lines"),
+        ("head", "the first records as JSON Lines (-n 10), values of records over 1 MiB cut short"),
+        ("cat", "every record as JSON Lines, values whole"),
     ):
         p = _command(sub, name, text + '; bytes as UTF-8 text when they decode, else {"b64": ...}')
         p.add_argument("paths", **paths)  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from ..convert import (
@@ -31,7 +32,7 @@ from ..convert.types import parse_pairs
 from ..data import infer_features, write_dataset
 from ..data.writing.shards import TFRECORD_SUFFIXES
 from ..errors import InvalidArgumentError, MissingFileError
-from .reading import Damage, walk
+from .reading import Damage, Place, walk
 
 __all__ = ["FORMATS", "convert", "detect_format"]
 
@@ -137,36 +138,56 @@ def _samples(kind: str, source: str, args: argparse.Namespace) -> Samples:
     return samples
 
 
+class _Damaged(Exception):
+    """Internal: the input held damaged records; raised after the last row, so writers abort."""
+
+
+def _intact(places: Iterator[Place], damage: list[Damage]) -> Iterator[tuple[str, int, bytes]]:
+    """``(path, index, record)`` of each intact record; raises _Damaged at the end if any was not."""
+    for place in places:
+        yield place.path, place.index, place.record
+    if damage:
+        raise _Damaged
+
+
 def _from_tfrecord(source: str, out: str, args: argparse.Namespace) -> int:
     from ..data import expand_paths
 
     paths = expand_paths([source])
     damage: list[Damage] = []
-    places = itertools.chain.from_iterable(walk(p, damage) for p in paths)
-    rows = ((p.path, p.index, p.record) for p in places)
+    rows = _intact(itertools.chain.from_iterable(walk(p, damage) for p in paths), damage)
     lower = out.lower()
-    if out == "-" or lower.endswith((".jsonl", ".ndjson", ".json")):
-        features = load_features(args.features) if args.features else None
-        if out == "-":
-            records_to_jsonl(rows, sys.stdout, features=features)
-        else:
-            _atomic(out, lambda temp: _jsonl_file(rows, temp, features))
-    elif lower.endswith((".parquet", ".pq")):
-        # Sampled (INFER_SAMPLE records) file after file: the first may lack keys that later files hold.
-        features = load_features(args.features) if args.features else infer_features(paths)
-        _atomic(out, lambda temp: records_to_parquet(rows, temp, features))
-    else:  # TFRecord -> TFRecord: re-shard and (re)compress, records as they are
-        limit: dict[str, Any] = (
-            {"max_records": args.max_records} if args.max_records else {"num_shards": args.num_shards or 1}
-        )
-        summary = write_dataset(
-            rows_bytes(rows), out, compression=args.compression, progress=args.progress, **limit
-        )
-        for path in summary.paths:
-            print(path)
-    if damage:
+    try:
+        if out == "-" or lower.endswith((".jsonl", ".ndjson", ".json")):
+            features = load_features(args.features) if args.features else None
+            if out == "-":
+                records_to_jsonl(rows, sys.stdout, features=features)
+            else:
+                _atomic(out, lambda temp: _jsonl_file(rows, temp, features))
+        elif lower.endswith((".parquet", ".pq")):
+            # Sampled (INFER_SAMPLE records) file after file: the first may lack keys that later files hold.
+            features = load_features(args.features) if args.features else infer_features(paths)
+            _atomic(out, lambda temp: records_to_parquet(rows, temp, features))
+        else:  # TFRecord -> TFRecord: re-shard and (re)compress, records as they are
+            limit: dict[str, Any] = (
+                {"max_records": args.max_records}
+                if args.max_records
+                else {"num_shards": args.num_shards or 1}
+            )
+            summary = write_dataset(
+                rows_bytes(rows), out, compression=args.compression, progress=args.progress, **limit
+            )
+            for path in summary.paths:
+                print(path)
+    except _Damaged:
         for bad in damage:
             print(f"{bad.path}: record {bad.index}, offset {bad.offset}: {bad.message}", file=sys.stderr)
+        result = "the output above is incomplete" if out == "-" else f"nothing was written to {out}"
+        print(
+            f"tfrec convert: {len(damage)} damaged record(s) in the input: {result} "
+            "(tfrec salvage BAD OUT copies the intact records of a damaged file)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -15,10 +15,11 @@ from typing import IO, Any
 
 from ..convert import jsonable, load_features, records_to_jsonl
 from ..data import build_index, expand_paths, infer_features
-from ..errors import DecodeError, SchemaError
+from ..errors import DecodeError, InvalidArgumentError, SchemaError
 from ..example import decode_sequence_example
 from ..features import INFER_SAMPLE, FeaturesDict, describe_features
 from ..record import RecordWriter, resolve_compression
+from .peek import head_rows
 from .progress import progress_bar
 from .reading import Damage, Place, walk
 
@@ -219,8 +220,17 @@ def head(args: argparse.Namespace) -> int:
     features = load_features(args.features) if args.features else None
     paths = _files(args.paths)
     damage: list[Damage] = []
-    limit = args.n if args.n is not None else (10 if args.command == "head" else None)
-    records_to_jsonl(_records(paths, damage, limit), sys.stdout, features=features, sequence=args.sequence)
+    if args.n is not None and args.n < 0:
+        raise InvalidArgumentError(f"{args.command}: -n must be 0 or more, not {args.n}")
+    if args.command == "head":  # large records streamed, values cut short
+        limit = args.n if args.n is not None else 10
+        for row in head_rows(paths, damage, limit, features, sequence=args.sequence):
+            sys.stdout.write(json.dumps(row, ensure_ascii=False))
+            sys.stdout.write("\n")
+    else:  # cat: every record whole (it exports)
+        records_to_jsonl(
+            _records(paths, damage, args.n), sys.stdout, features=features, sequence=args.sequence
+        )
     sys.stdout.flush()
     if damage:
         _report_damage(damage, sys.stderr)

@@ -70,10 +70,20 @@ def _catching(reader: RecordReader, path: str, damage: list[Damage]) -> Iterator
         yield
 
 
-def walk(path: str | os.PathLike[str], damage: list[Damage], *, verify: bool = True) -> Iterator[Place]:
-    """Every intact record of ``path``; damaged ones are appended to ``damage`` and skipped."""
+def walk(
+    path: str | os.PathLike[str],
+    damage: list[Damage],
+    *,
+    verify: bool = True,
+    start_offset: int = 0,
+    start_index: int = 0,
+) -> Iterator[Place]:
+    """Every intact record of ``path`` (from the record at ``start_offset``, numbered
+    ``start_index``); damaged ones are appended to ``damage`` and skipped."""
     name = os.fspath(path)
-    reader = RecordReader(name, verify_checksums=verify, on_error="warn")
+    reader = RecordReader(
+        name, verify_checksums=verify, on_error="warn", start_offset=start_offset, start_index=start_index
+    )
     with reader, _catching(reader, name, damage):
         for index_hint, record in enumerate(reader):
             del index_hint

@@ -18,16 +18,18 @@ from .export import arrow_schema, records_to_jsonl, records_to_parquet
 from .fixed import Field, Layout, parse_layout, read_fixed_records
 from .image_folder import read_image_folder
 from .jsonable import jsonable, record_to_json
-from .jsonl import read_jsonl
+from .jsonl import MAX_NESTING, read_jsonl
 from .pipeline import write_samples
 from .samples import Samples, connector_from_value, features_from_values
 from .transforms import KEY, Transform, apply, drop_empty, keep, load_function, rename
 from .types import TYPE_NAMES, load_features, parse_types
-from .webdataset import read_members, read_webdataset
+from .webdataset import MAX_MEMBER_BYTES, read_members, read_webdataset
 
 __all__ = [
     "FEATURES_FILE",
     "KEY",
+    "MAX_MEMBER_BYTES",
+    "MAX_NESTING",
     "TYPE_NAMES",
     "Field",
     "Layout",

@@ -14,12 +14,13 @@ Example:
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import itertools
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from ..errors import ConvertError, InvalidArgumentError
@@ -45,22 +46,106 @@ def infer_column_type(cells: Sequence[str]) -> str:
     return "text"
 
 
-def _open_text(source: str | os.PathLike[str] | IO[Any], encoding: str) -> tuple[IO[str], str, bool]:
+MAX_LINE_BYTES = 256 << 20  # the longest line read: a file without line breaks cannot fill memory
+
+
+class _LineTooLong(Exception):
+    """Internal: a line is longer than MAX_LINE_BYTES."""
+
+
+class _Lines:
+    """The lines of a binary stream, decoded one at a time: an undecodable byte is found in its own
+    line, with its byte offset (a text wrapper decodes 8 KiB ahead and says neither)."""
+
+    def __init__(self, raw: IO[bytes], encoding: str) -> None:
+        self.raw = raw
+        self.decode = codecs.getdecoder(encoding)
+        self.number = 0  # lines read so far
+        self.offset = 0  # byte offset of the line read last
+
+    def __iter__(self) -> Iterator[str]:
+        readline, decode = self.raw.readline, self.decode
+        while line := readline(MAX_LINE_BYTES + 1):
+            self.number += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise _LineTooLong
+            yield decode(line)[0]
+            self.offset += len(line)
+
+
+def _line_by_line(encoding: str) -> bool:
+    """Whether ``encoding`` keeps b"\\n" a line break byte (UTF-8, Latin-1, ...; not UTF-16)."""
+    try:
+        return b"a,\n".decode(encoding) == "a,\n"
+    except (UnicodeDecodeError, LookupError):
+        return False
+
+
+def _open_lines(
+    source: str | os.PathLike[str] | IO[Any], encoding: str
+) -> tuple[Iterable[str], IO[Any] | None, str, _Lines | None]:
+    """``(lines, file to close or None, name, line tracker or None)``."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if path == "-":
-            return io.TextIOWrapper(sys.stdin.buffer, encoding=encoding, newline=""), "<stdin>", False
-        try:
-            return open(path, encoding=encoding, newline=""), path, True
-        except FileNotFoundError:
-            raise ConvertError("no such file", path=path) from None
-    if isinstance(source, io.TextIOBase):
-        return source, str(getattr(source, "name", "<stream>")), False
-    return (
-        io.TextIOWrapper(source, encoding=encoding, newline=""),
-        str(getattr(source, "name", "<stream>")),
-        False,
-    )
+            raw: IO[bytes] = sys.stdin.buffer
+            where, owned = "<stdin>", False
+        else:
+            try:
+                raw = open(path, "rb")  # noqa: SIM115 (closed by _rows or read_csv)
+            except FileNotFoundError:
+                raise ConvertError("no such file", path=path) from None
+            where, owned = path, True
+    elif isinstance(source, io.TextIOBase):
+        return source, None, str(getattr(source, "name", "<stream>")), None
+    else:
+        raw, where, owned = source, str(getattr(source, "name", "<stream>")), False
+    if _line_by_line(encoding):
+        lines = _Lines(raw, encoding)
+        return lines, raw if owned else None, where, lines
+    text = io.TextIOWrapper(raw, encoding=encoding, newline="")
+    return text, text if owned else None, where, None
+
+
+def _numbered(
+    reader: Any, lines: _Lines | None, where: str, encoding: str
+) -> Iterator[tuple[int, list[str]]]:
+    """``(row number, cells)``, 1 = the first row; a malformed or undecodable row is a ConvertError
+    naming the row, its line and (for a byte that does not decode) its byte offset."""
+    number = 0
+    try:
+        for number, row in enumerate(reader, 1):
+            yield number, row
+    except csv.Error as exc:
+        hint = ""
+        if "field limit" in str(exc):
+            hint = (
+                f": a field holds at most {csv.field_size_limit()} characters (the csv module's "
+                "field_size_limit, which Python code may raise with csv.field_size_limit(n))"
+            )
+        line = lines.number if lines is not None else reader.line_num
+        raise ConvertError(
+            f"malformed CSV: {exc}{hint}", path=where, where=f"row {number + 1}, line {line}"
+        ) from None
+    except UnicodeDecodeError as exc:
+        if lines is None:  # decoded by a text wrapper, a block ahead: the row is not known exactly
+            place = f"row {number + 1} or a later one"
+        else:
+            place = f"row {number + 1}, line {lines.number}, byte offset {lines.offset + exc.start}"
+        bad = exc.object[exc.start : exc.start + 4]
+        raise ConvertError(
+            f"not {encoding} text: {exc.reason} (bytes {bytes(bad)!r}); is part of the file in "
+            "another encoding? (pass encoding=)",
+            path=where,
+            where=place,
+        ) from None
+    except _LineTooLong:
+        assert lines is not None
+        raise ConvertError(
+            f"a line longer than {MAX_LINE_BYTES} bytes: not a CSV file?",
+            path=where,
+            where=f"row {number + 1}, line {lines.number}, byte offset {lines.offset}",
+        ) from None
 
 
 def read_csv(
@@ -96,20 +181,18 @@ def read_csv(
     """
     type_map = parse_types(types)
     default_map = dict(defaults) if isinstance(defaults, Mapping) else parse_pairs(defaults, "defaults")
-    file, where, owned = _open_text(source, encoding)
+    lines, owned, where, tracker = _open_lines(source, encoding)
     try:
-        rows = csv.reader(file, delimiter=delimiter)
-        first_row = 1
+        rows = _numbered(csv.reader(lines, delimiter=delimiter), tracker, where, encoding)
         names: list[str]
         if header:
             head = next(rows, None)
             if head is None:
                 raise ConvertError("empty file: no header row", path=where)
-            names = list(columns) if columns is not None else [name.strip() for name in head]
-            first_row = 2
+            names = list(columns) if columns is not None else [name.strip() for name in head[1]]
         ahead = list(itertools.islice(rows, sample))
         if not header:
-            width = len(ahead[0]) if ahead else 0
+            width = len(ahead[0][1]) if ahead else 0
             names = list(columns) if columns is not None else [f"col{i}" for i in range(width)]
         if len(set(names)) != len(names) or "" in names:
             raise ConvertError(
@@ -123,19 +206,19 @@ def read_csv(
                     f"(columns: {', '.join(names)})"
                 )
         column_types = {
-            name: type_map.get(name) or infer_column_type([row[i] for row in ahead if i < len(row)])
+            name: type_map.get(name) or infer_column_type([row[i] for _, row in ahead if i < len(row)])
             for i, name in enumerate(names)
         }
     except BaseException:
-        if owned:
-            file.close()
+        if owned is not None:
+            owned.close()
         raise
     features = FeaturesDict({name: connector_for(type_name) for name, type_name in column_types.items()})
     for name, value in default_map.items():  # a bad default is an error now, not at the first empty cell
         coerce(value, column_types[name], where=f"defaults, column {name!r}")
     return Samples(
         features,
-        _rows(file, owned, where, itertools.chain(ahead, rows), names, column_types, default_map, first_row),
+        _rows(owned, where, itertools.chain(ahead, rows), names, column_types, default_map),
         where,
     )
 
@@ -150,14 +233,12 @@ _FAST: dict[str, Any] = {"int64": int, "float32": float, "text": str, "bytes": s
 
 
 def _rows(
-    file: IO[str],
-    owned: bool,
+    owned: IO[Any] | None,
     where: str,
-    rows: Iterator[list[str]],
+    rows: Iterator[tuple[int, list[str]]],
     names: list[str],
     column_types: dict[str, str],
     defaults: dict[str, str],
-    first_row: int,
 ) -> Iterator[dict[str, Any]]:
     plan = [(name, column_types[name], defaults.get(name)) for name in names]
     # The fast path: one builtin per column; an empty or bad cell raises ValueError and the row is
@@ -167,7 +248,7 @@ def _rows(
         for _, type_name, default in plan
     ]
     try:
-        for number, row in enumerate(rows, first_row):
+        for number, row in rows:
             if len(row) == len(plan):
                 try:
                     yield {name: convert(cell) for name, convert, cell in zip(names, fast, row, strict=True)}
@@ -202,8 +283,6 @@ def _rows(
                         f"{exc.problem} (the column is {type_name})", path=where, where=place
                     ) from None
             yield sample
-    except csv.Error as exc:
-        raise ConvertError(f"malformed CSV: {exc}", path=where) from None
     finally:
-        if owned:
-            file.close()
+        if owned is not None:
+            owned.close()

@@ -2,9 +2,9 @@
 
 :func:`write_samples` writes a :class:`~tfrec.convert.Samples` stream as TFRecord shards (or one
 file) and the dataset's ``features.json`` beside them. It streams: samples are serialized and
-written in chunks of 1024, so memory stays flat whatever the input size. Nothing is left under
-the output names when anything fails: shards are written under hidden pending names and renamed
-together at the end; ``features.json`` is written last.
+written in chunks of at most 1024 records and 16 MiB, so memory stays flat whatever the input
+size. Nothing is left under the output names when anything fails: shards are written under hidden
+pending names and renamed together at the end; ``features.json`` is written last.
 
 Example:
     >>> summary = write_samples(read_csv("iris.csv"), "out/iris", num_shards=2)
@@ -15,13 +15,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 from collections.abc import Iterator
 from typing import Any
 
 from ..data import ShardInfo, WriteSummary, write_dataset
-from ..data.writing.shards import TFRECORD_SUFFIXES
+from ..data.writing.shards import TFRECORD_SUFFIXES, record_chunks
 from ..errors import ConvertError, EncodeError, TfrecError
 from ..features import FeaturesDict
 from ..record import RecordWriter
@@ -36,10 +35,11 @@ def _serialized(samples: Samples, features: FeaturesDict) -> Iterator[bytes]:
     for number, sample in enumerate(samples):
         try:
             yield features.serialize_example({k: v for k, v in sample.items() if k != KEY})
-        except (EncodeError, TfrecError) as exc:
+        except (EncodeError, TfrecError, MemoryError) as exc:
             name = sample.get(KEY)
             where = f"sample {number}" + (f" ({name!r})" if name is not None else "")
-            raise ConvertError(str(exc), path=samples.source, where=where) from None
+            problem = str(exc) if not isinstance(exc, MemoryError) else "the sample does not fit in memory"
+            raise ConvertError(problem, path=samples.source, where=where) from None
 
 
 def write_samples(
@@ -99,7 +99,7 @@ def _write_one(
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     writer = RecordWriter(out, compression if compression is not None else "auto")
     try:
-        while chunk := list(itertools.islice(records, 1024)):
+        for chunk in record_chunks(records):
             writer.write_many(chunk)
             count += len(chunk)
             data_bytes += sum(map(len, chunk))

@@ -7,6 +7,11 @@ A sample is the run of consecutive members sharing a basename, so archives are r
 (``tar`` writes them in order; directories are walked in sorted order), and memory holds one
 sample at a time.
 
+A member is read whole (it becomes one value), so members larger than :data:`MAX_MEMBER_BYTES`
+(1 GiB; ``max_member_bytes=`` changes it) are refused from their tar header, before any of their
+bytes is read: a ``.tar.gz`` of zeros cannot make the converter run out of memory. A member within
+the limit that does not fit in memory is a :class:`~tfrec.ConvertError` too, naming it.
+
 Values are then typed: by a types map (``cls=int64``), else by extension (``cls``, ``id``, ``index``
 -> int64; ``txt`` -> text; ``png``, ``jpg``, ``jpeg`` -> image; anything else bytes).
 
@@ -33,7 +38,11 @@ from .samples import Samples, connector_from_value
 from .transforms import KEY, Transform, apply, original_name
 from .types import coerce, connector_for, parse_types
 
-__all__ = ["default_type", "read_members", "read_webdataset", "split_name"]
+__all__ = ["MAX_MEMBER_BYTES", "default_type", "read_members", "read_webdataset", "split_name"]
+
+# The largest member read by default. A value becomes one feature of one Example, and protobuf
+# (TensorFlow's parser too) refuses messages of 2 GiB or more.
+MAX_MEMBER_BYTES = 1 << 30
 
 _DEFAULT_TYPES = {
     **dict.fromkeys(("cls", "cls2", "class", "count", "index", "inx", "id"), "int64"),
@@ -54,7 +63,7 @@ def split_name(name: str) -> tuple[str, str]:
     return (f"{directory}/{stem}" if directory else stem), extension
 
 
-def _tar_files(source: str | IO[bytes], where: str) -> Iterator[tuple[str, bytes]]:
+def _tar_files(source: str | IO[bytes], where: str, limit: int) -> Iterator[tuple[str, bytes]]:
     """``(name, data)`` of each regular file of a tar (or tar.gz) stream, read in one pass.
 
     The 512-byte headers are read directly (ustar, GNU long names, pax ``path`` records): three
@@ -67,7 +76,7 @@ def _tar_files(source: str | IO[bytes], where: str) -> Iterator[tuple[str, bytes
             head = raw.read(2)
             raw.seek(0)
         stream: Any = gzip.GzipFile(fileobj=raw, mode="rb") if head == b"\x1f\x8b" else raw
-        yield from _members(stream, where)
+        yield from _members(stream, where, limit)
     except (OSError, EOFError, zlib.error) as exc:
         raise ConvertError(f"damaged tar archive: {exc}", path=where) from None
     finally:
@@ -83,7 +92,37 @@ def _octal(field: bytes, where: str) -> int:
         raise ConvertError(f"not a tar archive (bad header field {field!r})", path=where) from None
 
 
-def _members(stream: IO[bytes], where: str) -> Iterator[tuple[str, bytes]]:
+def _member_name(header: bytes, long_name: str | None) -> str:
+    if long_name is not None:
+        return long_name
+    name = header[0:100].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+    if header[257:262] == b"ustar" and header[345]:
+        prefix = header[345:500].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+        name = f"{prefix}/{name}"
+    return name
+
+
+def _read_member(
+    stream: IO[bytes], size: int, name: str, offset: int | None, where: str, limit: int
+) -> bytes:
+    """A member's bytes, refused from its header when larger than ``limit`` or than memory allows."""
+    place = f"member {name!r}" + (f" at byte {offset}" if offset is not None else "")
+    if size > limit:
+        raise ConvertError(
+            f"the member holds {size} bytes, larger than the limit of {limit} bytes for one value "
+            "(max_member_bytes); split it, or raise the limit if it really is one value",
+            path=where,
+            where=place,
+        )
+    try:
+        return stream.read(size)
+    except MemoryError:
+        raise ConvertError(
+            f"the member holds {size} bytes: more than memory allows", path=where, where=place
+        ) from None
+
+
+def _members(stream: IO[bytes], where: str, limit: int) -> Iterator[tuple[str, bytes]]:
     long_name: str | None = None
     offset = 0
     while True:
@@ -99,7 +138,7 @@ def _members(stream: IO[bytes], where: str) -> Iterator[tuple[str, bytes]]:
             raise ConvertError(f"a member at byte {offset} is larger than 8 GiB", path=where)
         size = _octal(header[124:136], where)
         kind = header[156:157]
-        data = stream.read(size)
+        data = _read_member(stream, size, _member_name(header, long_name), offset, where, limit)
         if len(data) < size:
             raise ConvertError(f"truncated tar member at byte {offset}", path=where)
         padding = -size % 512
@@ -118,17 +157,12 @@ def _members(stream: IO[bytes], where: str) -> Iterator[tuple[str, bytes]]:
         if kind not in (b"0", b"\0", b"7"):  # directories, links, global pax headers...: no sample data
             long_name = None
             continue
-        name = long_name
-        if name is None:
-            name = header[0:100].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
-            if header[257:262] == b"ustar" and header[345]:
-                prefix = header[345:500].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
-                name = f"{prefix}/{name}"
+        name = _member_name(header, long_name)
         long_name = None
         yield name.removeprefix("./"), data
 
 
-def _directory_files(root: str) -> Iterator[tuple[str, bytes]]:
+def _directory_files(root: str, limit: int) -> Iterator[tuple[str, bytes]]:
     names: list[str] = []
     for directory, subdirectories, files in os.walk(root):
         subdirectories.sort()
@@ -137,11 +171,18 @@ def _directory_files(root: str) -> Iterator[tuple[str, bytes]]:
         if name.rpartition("/")[2].startswith("."):
             continue  # hidden files (editors' and OSes' leftovers) are no sample's part
         with open(os.path.join(root, name), "rb") as file:
-            yield name, file.read()
+            size = os.fstat(file.fileno()).st_size
+            yield name, _read_member(file, size, name, None, root, limit)
 
 
-def read_members(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[dict[str, Any]]:
+def read_members(
+    source: str | os.PathLike[str] | IO[bytes], *, max_member_bytes: int = MAX_MEMBER_BYTES
+) -> Iterator[dict[str, Any]]:
     """The raw samples of a tar archive, tar.gz, directory or binary stream: bytes values, by extension.
+
+    Raises:
+        ConvertError: the archive is damaged, or a member is larger than ``max_member_bytes`` (or
+            than memory allows), named with its byte offset in the (decompressed) archive.
 
     Example:
         >>> next(read_members("train.tar"))
@@ -149,10 +190,13 @@ def read_members(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[dict[st
     """
     if isinstance(source, (str, os.PathLike)):
         where = os.fspath(source)
-        files = _directory_files(where) if os.path.isdir(where) else _tar_files(where, where)
+        if os.path.isdir(where):
+            files = _directory_files(where, max_member_bytes)
+        else:
+            files = _tar_files(where, where, max_member_bytes)
     else:
         where = getattr(source, "name", "<stdin>")
-        files = _tar_files(source, str(where))
+        files = _tar_files(source, str(where), max_member_bytes)
     sample: dict[str, Any] | None = None
     for name, data in files:
         key, extension = split_name(name)
@@ -218,6 +262,7 @@ def read_webdataset(
     transforms: Sequence[Transform] = (),
     features: FeaturesDict | None = None,
     key_name: str | None = None,
+    max_member_bytes: int = MAX_MEMBER_BYTES,
 ) -> Samples:
     """Samples of a webdataset-style tar, tar.gz or directory, typed and checked.
 
@@ -230,6 +275,8 @@ def read_webdataset(
         features: the FeaturesDict to store samples with; by default proposed from the types
             and the first sample.
         key_name: also store each sample's ``__key__`` as text under this name.
+        max_member_bytes: the largest member read (:data:`MAX_MEMBER_BYTES`, 1 GiB, by default);
+            a larger one is a :class:`~tfrec.ConvertError` naming it, raised before it is read.
 
     Every sample must have the same keys as the first; a member without its partner is a
     :class:`~tfrec.ConvertError` naming the sample.
@@ -243,7 +290,7 @@ def read_webdataset(
         if isinstance(source, (str, os.PathLike))
         else str(getattr(source, "name", "<stdin>"))
     )
-    raw = apply(read_members(source), transforms)
+    raw = apply(read_members(source, max_member_bytes=max_member_bytes), transforms)
     try:
         first = next(raw)
     except StopIteration:

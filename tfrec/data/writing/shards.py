@@ -20,7 +20,6 @@ from __future__ import annotations
 import array
 import contextlib
 import glob
-import itertools
 import os
 import secrets
 import sys
@@ -38,12 +37,15 @@ from ...record.frame import FRAMING
 from ..index.format import INDEX_SUFFIX, write_index
 
 __all__ = [
+    "CHUNK_BYTES",
+    "CHUNK_RECORDS",
     "TFRECORD_SUFFIXES",
     "ShardInfo",
     "ShardedWriter",
     "WriteSummary",
     "pending_name",
     "pending_pattern",
+    "record_chunks",
     "shard_name",
     "shard_suffix",
     "shard_x_of_y",
@@ -51,7 +53,32 @@ __all__ = [
 ]
 
 _EXTENSIONS = {"gzip": ".gz", "zlib": ".zz"}  # what each compression adds to a file's suffix
-_CHUNK = 1024  # records serialized and written together by write_many
+# write_many serializes records and writes them together in chunks of at most this many records, and
+# of at most CHUNK_BYTES (or one record, when a record is larger): a count alone held 1024 samples
+# whatever their size (6 GiB for 6 MiB images).
+CHUNK_RECORDS = 1024
+CHUNK_BYTES = 16 << 20
+
+
+def record_chunks(records: Iterable[bytes]) -> Iterator[list[bytes]]:
+    """``records`` in lists of at most :data:`CHUNK_RECORDS` records and :data:`CHUNK_BYTES` bytes
+    (a larger record alone), taken one record at a time: memory holds one chunk.
+
+    Example:
+        >>> [len(chunk) for chunk in record_chunks(bytes(10 << 20) for _ in range(3))]
+        [2, 1]
+    """
+    chunk: list[bytes] = []
+    size = 0
+    for record in records:
+        chunk.append(record)
+        size += len(record)
+        if size >= CHUNK_BYTES or len(chunk) == CHUNK_RECORDS:
+            yield chunk
+            chunk = []
+            size = 0
+    if chunk:
+        yield chunk
 
 
 def shard_name(prefix: str | os.PathLike[str], index: int, count: int, suffix: str = ".tfrecord") -> str:
@@ -302,9 +329,8 @@ class ShardedWriter:
             The number written.
         """
         count = 0
-        iterator = iter(items)
-        while chunk := list(itertools.islice(iterator, _CHUNK)):
-            self._write_records([self._serialize(item) for item in chunk])
+        for chunk in record_chunks(map(self._serialize, items)):
+            self._write_records(chunk)
             count += len(chunk)
         return count
 
@@ -550,16 +576,20 @@ def write_dataset(
             writer.write_many(samples)
         else:
             with bar:
-                for chunk in _chunks(samples):
-                    writer.write_many(chunk)
-                    bar.update(len(chunk))
+                writer.write_many(_counted(samples, bar))
     return writer.summary
 
 
-def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
-    iterator = iter(items)
-    while chunk := list(itertools.islice(iterator, _CHUNK)):
-        yield chunk
+def _counted(items: Iterable[Any], bar: Any) -> Iterator[Any]:
+    """``items``, moving the progress bar on every CHUNK_RECORDS items (and at the end)."""
+    taken = 0
+    for item in items:
+        yield item
+        taken += 1
+        if taken == CHUNK_RECORDS:
+            bar.update(taken)
+            taken = 0
+    bar.update(taken)
 
 
 def _progress_bar(progress: bool | None, samples: Iterable[Any]) -> Any:
