@@ -226,6 +226,9 @@ def _subclasses(cls: type[Exception]) -> list[type[Exception]]:
 EVERY_CLASS: dict[type[Exception], Exception] = {
     **{type(exc): exc for _, exc, _, _ in reversed(INSTANCES)},
     tfrec.errors.WireError: tfrec.errors.WireError("truncated varint at byte 3", index=2),
+    tfrec.errors.SchemaChoiceError: tfrec.errors.SchemaChoiceError(
+        "TFRecordDataset: pass features= or spec=, not both"
+    ),
 }
 
 
