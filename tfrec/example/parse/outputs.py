@@ -229,9 +229,18 @@ def _ragged(
     return ragged_items(key, values, value_column.counts, partitions, splits_dtype, spec.validate)
 
 
-def _partition_values(column: Column, splits_dtype: np.dtype) -> np.ndarray:
-    """A partition feature's values as TF uses them: cast to the row splits' dtype (int32 wraps)."""
-    return np.asarray(column.values, np.int64).astype(splits_dtype).astype(np.int64)
+def _partition_values(
+    key: str, partition: Any, column: Column, splits_dtype: np.dtype, total: int
+) -> np.ndarray:
+    """A partition feature's values as TF uses them: cast to the row splits' dtype (int32 wraps).
+
+    Row ids are bounded as stored, before the cast: in int32, an id of 2**40 would wrap to 0 and
+    parse as a row that was never written.
+    """
+    stored = np.asarray(column.values, np.int64)
+    if isinstance(partition, RaggedFeature.ValueRowIds) and stored.size:
+        _check_row_count(key, int(stored.max()) + 1, total)
+    return stored.astype(splits_dtype).astype(np.int64)
 
 
 _MIN_ROW_LIMIT = 1 << 24  # value_rowids may imply this many rows whatever the values
@@ -310,7 +319,7 @@ def _ragged_single(
             if isinstance(current, RaggedArray):
                 current = RaggedArray(current.values, current.row_splits.astype(splits_dtype))
             continue
-        ids = _partition_values(column, splits_dtype)
+        ids = _partition_values(key, partition, column, splits_dtype, len(current))
         splits = _splits_from(key, partition, ids, 0, len(current))
         if validate:
             _validate(key, splits, len(current))
@@ -362,7 +371,7 @@ def ragged_items(
             # As TF: the batch's row boundaries are divided by the length (only the total must divide).
             rows = np.diff(np.concatenate(([0], np.cumsum(rows))) // length)
             continue
-        ids = _partition_values(column, splits_dtype)
+        ids = _partition_values(key, partition, column, splits_dtype, total)
         offsets = np.zeros(0, np.int64)  # where each item's rows start: for splits, starts and limits
         if isinstance(partition, (RaggedFeature.RowSplits, RaggedFeature.RowStarts, RaggedFeature.RowLimits)):
             if len(starts) != len(column.counts):
