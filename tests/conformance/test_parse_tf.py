@@ -1650,6 +1650,17 @@ def test_context_feature_with_no_kind_is_present_with_no_values() -> None:
     assert str(ours.value) == tf_core(theirs.value)
 
 
+def test_row_ids_beyond_the_bound_are_refused_before_int32_narrows_them() -> None:
+    # Hardening 2, item 5 (was the ValueRowIds case of test_partition_values_wrap_to_int32_row_splits):
+    # TF casts the stored id 2**40 to int32 (0) and parses one row; the id as stored implies 2**40
+    # rows, beyond the documented bound, so tfrec refuses the record.
+    records = [tfrec.encode_example({"c": [b"x"], "b": [2**40]})]
+    specs = {"r": RF(STR, "c", [RF.ValueRowIds("b")], row_splits_dtype=np.int32)}
+    assert canon(tf_parse_example(records, specs)["r"])[1].tolist() == [0, 1]
+    with pytest.raises(tfrec.DecodeError, match="value_rowids imply 1099511627777 rows"):
+        tfrec.parse_example(records, specs)
+
+
 # -- 7. bugs found by this module: regression tests -------------------------------------------------
 
 
@@ -1828,7 +1839,7 @@ def test_unsorted_value_rowids_fail_validation() -> None:
     )
 
 
-@pytest.mark.parametrize("partition", ["RowLengths", "RowSplits", "ValueRowIds"])
+@pytest.mark.parametrize("partition", ["RowLengths", "RowSplits"])
 def test_partition_values_wrap_to_int32_row_splits(partition: str) -> None:
     records = [tfrec.encode_example({"c": [b"x"], "b": [2**40 if partition != "RowSplits" else -(2**63)]})]
     specs = {"r": RF(STR, "c", [getattr(RF, partition)("b")], row_splits_dtype=np.int32)}

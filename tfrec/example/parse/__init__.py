@@ -1,8 +1,9 @@
 """tf.io-style parsing: parse specs in, numpy out, with TensorFlow's values and errors (example layer).
 
 :mod:`.specs` holds the spec classes and the sparse/ragged results; :mod:`.plan` validates specs
-once; :mod:`.outputs` turns a batch's columns into each spec's value and :mod:`.checks` raises the
-data error TensorFlow would; :mod:`.examples` and :mod:`.sequences` are the entry points.
+once; :mod:`.outputs` turns a batch's columns into each spec's value (:mod:`.ragged` assembles a
+RaggedFeature's partitions) and :mod:`.checks` raises the data error TensorFlow would;
+:mod:`.examples` and :mod:`.sequences` are the entry points.
 
 Example:
     >>> parse_example([data], {"label": FixedLenFeature([], int64)})

@@ -26,8 +26,9 @@ from .. import wire
 from ..columns import Column, as_array, columns_from_features, concat_values, empty_values
 from .checks import TF_KIND_NAME, Checks, example_name, shape_text
 from .inputs import as_records, decode_error, record_names
-from .outputs import fill_fixed, pad_steps, ragged_items, spec_output
+from .outputs import fill_fixed, pad_steps, spec_output
 from .plan import Plan, Spec, plan_of
+from .ragged import ragged_items
 from .specs import (
     FixedLenFeature,
     FixedLenSequenceFeature,
@@ -260,6 +261,12 @@ def _partitioned_steps(
     result = ragged_items(key, as_array(flat), counts, partitions, splits_dtype, spec.validate)
     if not batched:
         return result
+    if spec.validate and len(result) != int(steps.sum()):  # TF: from_row_splits(result, steps)
+        raise DecodeError(
+            f"Key: {key}.  Partition does not form a valid RaggedTensor: the records' {int(steps.sum())} "
+            f"steps over {len(result)} rows",
+            key=key,
+        )
     return RaggedArray(result, np.concatenate(([0], np.cumsum(steps))).astype(splits_dtype))
 
 
