@@ -18,10 +18,12 @@ from .paths import expand_paths, open_binary
 from .pipeline.dataset import DatasetIterator, TFRecordDataset
 from .random_access.source import RecordFileSource
 from .tfds.directory import TfdsSplit, from_tfds_dir, write_tfds_dir
+from .tfds.load import LoadedSplit, load_tfds
 from .writing.shards import ShardedWriter, ShardInfo, WriteSummary, shard_name, write_dataset
 
 __all__ = [
     "DatasetIterator",
+    "LoadedSplit",
     "RecordFileSource",
     "ShardInfo",
     "ShardedWriter",
@@ -32,6 +34,7 @@ __all__ = [
     "expand_paths",
     "from_tfds_dir",
     "infer_features",
+    "load_tfds",
     "open_binary",
     "read_index",
     "shard_name",

@@ -15,25 +15,40 @@ Example:
 
 from __future__ import annotations
 
-from .base import FeatureConnector, TensorInfo
+from .audio import Audio
+from .base import Documentation, FeatureConnector, TensorInfo
+from .bbox import BBox, BBoxFeature
+from .dataset import Dataset
 from .features_dict import FeaturesDict
 from .image import Image
 from .infer import describe_features, infer_features
+from .labeled_image import LabeledImage
 from .sequence import Sequence
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
+from .translation import Translation, TranslationVariableLanguages
+from .video import Video
 
 __all__ = [
+    "Audio",
+    "BBox",
+    "BBoxFeature",
     "ClassLabel",
+    "Dataset",
+    "Documentation",
     "Encoding",
     "FeatureConnector",
     "FeaturesDict",
     "Image",
+    "LabeledImage",
     "Scalar",
     "Sequence",
     "Tensor",
     "TensorInfo",
     "Text",
+    "Translation",
+    "TranslationVariableLanguages",
+    "Video",
     "describe_features",
     "infer_features",
 ]

@@ -15,6 +15,7 @@ Round trip::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -26,16 +27,40 @@ from ..errors import EncodeError, SchemaError
 
 __all__ = [
     "TFDS_PREFIX",
+    "Documentation",
     "FeatureConnector",
     "TensorInfo",
     "as_numpy_dtype",
     "check_keys",
+    "documented",
     "dtype_name",
     "to_connector",
 ]
 
 # tensorflow_datasets' class names: features.json files name connectors by them.
 TFDS_PREFIX = "tensorflow_datasets.core.features."
+
+
+@dataclasses.dataclass
+class Documentation:
+    """A feature's description and value range, as tfds' ``Documentation`` (``doc=`` of any connector).
+
+    Example:
+        >>> Scalar(np.int32, doc=Documentation(desc="Age of the person", value_range="0-150")).value_range
+        '0-150'
+    """
+
+    desc: str | None = None
+    value_range: str | None = None
+
+
+def documented(doc: Any, value_range: str | None = None) -> tuple[str | None, str | None]:
+    """``doc=`` (a str or a :class:`Documentation`) and ``value_range=`` as (description, value range)."""
+    if isinstance(doc, Documentation):
+        return doc.desc or None, value_range or doc.value_range or None
+    if doc is not None and not isinstance(doc, str):
+        raise SchemaError(f"doc must be a str or a Documentation, not {type(doc).__name__}")
+    return doc or None, value_range or None
 
 
 class TensorInfo(NamedTuple):

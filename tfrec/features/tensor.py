@@ -31,10 +31,12 @@ from ..errors import DecodeError, EncodeError, SchemaError
 from ..example import RaggedArray
 from .base import (
     TFDS_PREFIX,
+    Documentation,
     FeatureConnector,
     TensorInfo,
     as_numpy_dtype,
     check_shape,
+    documented,
     dtype_name,
     fits,
     json_shape,
@@ -190,7 +192,7 @@ class Tensor(FeatureConnector):
         encoding: Encoding | str = Encoding.NONE,
         channel_names: Sequence[str] | None = None,
         data_format: str = "channels_last",
-        doc: str | None = None,
+        doc: str | Documentation | None = None,
         value_range: str | None = None,
     ) -> None:
         self.shape = check_shape(shape)
@@ -208,7 +210,7 @@ class Tensor(FeatureConnector):
         self.channel_names = tuple(channel_names) if channel_names is not None else None
         self.data_format = data_format
         self._check_channels()
-        self.doc, self.value_range = doc, value_range
+        self.doc, self.value_range = documented(doc, value_range)
         self.minimum: Any = None  # tfds' documented value bounds (not enforced)
         self.maximum: Any = None
 
@@ -380,7 +382,9 @@ class Scalar(Tensor):
 
     _tfds_name = TFDS_PREFIX + "scalar.Scalar"
 
-    def __init__(self, dtype: Any, *, doc: str | None = None, value_range: str | None = None) -> None:
+    def __init__(
+        self, dtype: Any, *, doc: str | Documentation | None = None, value_range: str | None = None
+    ) -> None:
         super().__init__(shape=(), dtype=dtype, doc=doc, value_range=value_range)
 
     @classmethod
