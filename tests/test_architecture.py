@@ -32,7 +32,12 @@ ALLOWED: dict[str, set[str]] = {
     "integrations": BELOW_DATA | {"data"},
     "cli": BELOW_DATA | {"data", "convert"},
 }
-INTEGRATIONS = {"integrations", "torch", "ray", "dask"}  # tfrec/integrations/ and its tfrec.torch, tfrec.ray, tfrec.dask names
+INTEGRATIONS = {
+    "integrations",
+    "torch",
+    "ray",
+    "dask",
+}  # tfrec/integrations/ and its tfrec.torch, tfrec.ray, tfrec.dask names
 # Third-party packages a layer must never import.
 FORBIDDEN = {"record": {"google.protobuf"}, "features": {"google.protobuf"}}
 

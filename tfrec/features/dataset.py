@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..example import RaggedArray
 from .base import TFDS_PREFIX
+from .rows import count, row
 from .sequence import Sequence
 
 __all__ = ["Dataset"]
@@ -48,37 +48,12 @@ class Dataset(Sequence):
         items = super().decode_flat(flat, path, batched)
         if not batched:
             return elements(items)
-        count = _count(items)
-        out = np.empty(count, object)
-        out[:] = [elements(_row(items, b)) for b in range(count)]  # record b's items, then its elements
+        out = np.empty(count(items), object)
+        for b in range(len(out)):
+            out[b] = elements(row(items, b))  # record b's items, then its elements
         return out
 
 
 def elements(items: Any) -> list[Any]:
     """Stacked items (arrays or dicts of them, leading dimension = the element) as a list of elements."""
-    count = _count(items)
-    return [_row(items, i) for i in range(count)]
-
-
-def _count(items: Any) -> int:
-    if isinstance(items, dict):
-        return _count(next(iter(items.values()))) if items else 0
-    return len(items)
-
-
-def _row(items: Any, i: int) -> Any:
-    """Row ``i`` of stacked items: of a dense array, or of a RaggedArray (a batch's records)."""
-    if isinstance(items, dict):
-        return {key: _row(value, i) for key, value in items.items()}
-    if isinstance(items, RaggedArray):
-        splits = items.row_splits
-        return _slice(items.values, int(splits[i]), int(splits[i + 1]))
-    return items[i]
-
-
-def _slice(values: Any, start: int, stop: int) -> Any:
-    """Rows ``start:stop`` of an array or RaggedArray (inner splits rebased to 0)."""
-    if isinstance(values, RaggedArray):
-        splits = values.row_splits[start : stop + 1]
-        return RaggedArray(_slice(values.values, int(splits[0]), int(splits[-1])), splits - splits[0])
-    return values[start:stop]
+    return [row(items, i) for i in range(count(items))]

@@ -47,8 +47,8 @@ from .base import (
 )
 from .sequence import Sequence as SequenceConnector
 from .serializer import compile_encoder
-from .tensor import EXACT_FLOATS, cast_stored
 from .text import ClassLabel
+from .values import EXACT_FLOATS, cast_stored
 
 __all__ = ["FeaturesDict"]
 

@@ -34,8 +34,8 @@ from .base import (
     json_shape,
     shape_json,
 )
-from .base import fits as _fits
 from .jpeg import decode_jpeg
+from .values import fits as _fits
 
 __all__ = ["Image"]
 
