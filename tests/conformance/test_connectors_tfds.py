@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import warnings
 import wave
 from collections.abc import Iterator
@@ -82,14 +83,23 @@ def wav_file(i: int, channels: int, width: int) -> Path:
     if not path.exists():
         rng = np.random.default_rng(100 + i)
         samples = rng.integers(-(2 ** (8 * width - 1)), 2 ** (8 * width - 1), (7 + i, channels))
-        dtype = {1: "u1", 2: "<i2", 4: "<i4"}[width]
-        raw = (samples + 128 if width == 1 else samples).astype(dtype).tobytes()
+        if width == 3:  # 24-bit: the low 3 bytes of each little-endian int32
+            raw = samples.astype("<i4").view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
+        else:
+            dtype = {1: "u1", 2: "<i2", 4: "<i4"}[width]
+            raw = (samples + 128 if width == 1 else samples).astype(dtype).tobytes()
         with wave.open(str(path), "wb") as out:
             out.setnchannels(channels)
             out.setsampwidth(width)
             out.setframerate(8000)
             out.writeframes(raw)
     return path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_wav_files() -> Iterator[None]:
+    yield
+    shutil.rmtree(WAV_DIR, ignore_errors=True)
 
 
 def photo(rng: np.random.Generator, h: int, w: int, c: int) -> np.ndarray:
@@ -109,7 +119,7 @@ def example(i: int) -> dict[str, Any]:
         "id": i,
         "audio": rng.integers(-(2**40), 2**40, 5 + i),
         "audio_st": rng.integers(-(2**15), 2**15, (3 + n, 2)).astype(np.int16),
-        "audio_wav": str(wav_file(i, 1, (1, 2, 4)[i % 3])),
+        "audio_wav": str(wav_file(i, 1, (1, 2, 3, 4)[i % 4])),
         "audio_lazy": str(wav_file(i, 1, 2)),
         "video": rng.integers(0, 256, (n + 1, 4, 5, 3), dtype=np.uint8),
         "video_jpeg": [jpeg(photo(rng, 8 + i, 16, 3)) for _ in range(2)],
