@@ -288,3 +288,11 @@ def test_documentation_is_accepted_by_every_connector() -> None:
     for feature in (Scalar(np.int32, doc=doc), Text(doc=doc), BBoxFeature(doc=doc), Audio(doc=doc)):
         assert (feature.doc, feature.value_range) == ("age", "0-150")
         assert feature.to_json()["description"] == "age" and feature.to_json()["valueRange"] == "0-150"
+
+
+def test_image_from_a_file_object_or_a_pillow_image() -> None:
+    pil = pytest.importorskip("PIL.Image")
+    pixels = np.arange(12, dtype=np.uint8).reshape(2, 2, 3)
+    png = Image().encode_flat(pixels, "k")[""]
+    assert np.array_equal(round_trip(Image(), io.BytesIO(png)), pixels)
+    assert np.array_equal(round_trip(Image(), pil.fromarray(pixels)), pixels)

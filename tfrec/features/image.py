@@ -115,6 +115,12 @@ class Image(FeatureConnector):
         return {"": TensorInfo((), np.dtype(object))}
 
     def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
+        if type(value).__module__.startswith("PIL.") and hasattr(value, "save"):  # a Pillow image, as tfds
+            out = io.BytesIO()
+            value.save(out, format="JPEG" if self.encoding_format == "jpeg" else "PNG")
+            value = out.getvalue()
+        elif hasattr(value, "read"):  # a file object holding an encoded image, as tfds takes it
+            value = bytes(value.read())
         if isinstance(value, (bytes, str, os.PathLike)):
             if self.dtype == np.float32:
                 raise EncodeError(f"{path} ({self!r}): float32 images are given as arrays", key=path)
