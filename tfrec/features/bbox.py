@@ -26,7 +26,12 @@ BBOX_FORMATS = ("XYXY", "YXYX", "XYWH", "REL_XYXY", "REL_YXYX")  # tfds' BBoxFor
 
 
 class BBox(NamedTuple):
-    """One bounding box, in tfds' field order (the stored order)."""
+    """One bounding box, in tfds' field order (the stored order).
+
+    Example:
+        >>> BBox(ymin=0.1, xmin=0.2, ymax=0.5, xmax=0.9).ymax
+        0.5
+    """
 
     ymin: float
     xmin: float

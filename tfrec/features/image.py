@@ -97,7 +97,7 @@ class Image(FeatureConnector):
         if encoding_format is not None and encoding_format not in _FORMATS:
             raise SchemaError(f"encoding_format must be 'png' or 'jpeg', not {encoding_format!r}")
         self.encoding_format = encoding_format
-        self.dtype = np.dtype(dtype)
+        self.dtype = np.dtype(np.uint8 if dtype is None else dtype)  # None: the default, as tfds
         if self.dtype not in (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32)):
             raise SchemaError(f"Image dtype must be uint8, uint16 or float32, not {self.dtype}")
         if self.dtype != np.uint8 and (encoding_format == "jpeg" or self.shape[2] != 1):

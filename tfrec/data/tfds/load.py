@@ -43,7 +43,12 @@ _NAME = re.compile(r"(?P<name>[\w-]+)(/(?P<config>[\w.-]+))?(:(?P<version>[\d.*]
 
 @dataclass(frozen=True)
 class FileRange:
-    """Records ``start:stop`` of one shard file."""
+    """Records ``start:stop`` of one shard file.
+
+    Example:
+        >>> FileRange("mnist-train.tfrecord-00000-of-00002", 0, 100, 30_000).whole
+        False
+    """
 
     path: str
     start: int
@@ -64,6 +69,10 @@ class LoadedSplit:
         files: the shard record ranges, in reading order.
         features: the dataset's FeaturesDict (features.json and label files).
         info: ``dataset_info.json`` as a dict.
+
+    Example:
+        >>> test = tfrec.data.load_tfds("mnist", split="test[:50%]")
+        >>> len(test), test.paths[:1], test.source()[0]["label"]
     """
 
     directory: str
@@ -128,7 +137,13 @@ def _unique(parts: Sequence[FileRange]) -> list[FileRange]:
 
 
 class RangeSource:
-    """Some records of a :class:`RecordFileSource`, by their position there (a split slice)."""
+    """Some records of a :class:`RecordFileSource`, by their position there (a split slice).
+
+    Example:
+        >>> part = RangeSource(RecordFileSource(paths, features=features), np.arange(100, 200))
+        >>> len(part), part[0] == part.source[100]
+        (100, True)
+    """
 
     def __init__(self, source: RecordFileSource, keys: np.ndarray) -> None:
         self.source, self.keys = source, keys.astype(np.int64)

@@ -28,7 +28,12 @@ _BOUND = re.compile(r"(?P<value>-?[\d_.]+)(?P<unit>%|shard)?")
 
 
 class SplitRange(NamedTuple):
-    """Records ``start:stop`` of one split (in the order of its shards)."""
+    """Records ``start:stop`` of one split (in the order of its shards).
+
+    Example:
+        >>> SplitRange("train", 0, 100).stop
+        100
+    """
 
     split: str
     start: int
