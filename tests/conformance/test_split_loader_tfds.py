@@ -181,3 +181,32 @@ def test_load_tfds_reads_what_tfds_reads(data_dir: Path, spec: str) -> None:
         return
     got = [int(i) for batch in dataset.batch(4) for i in batch["id"]]
     assert got == expected
+
+
+@pytest.fixture(scope="module")
+def dummy_mnist(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """tfds' own testing builder (shuffled by key, in 3 shards per split), prepared with no download."""
+    from tensorflow_datasets.testing import test_utils
+
+    root = tmp_path_factory.mktemp("dummy_mnist")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        builder = test_utils.DummyMnist(data_dir=str(root))
+        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(num_shards=3))
+    return root, builder
+
+
+@pytest.mark.parametrize("spec", ["train", "test[:40%]", "train[7:13]", "train[-1shard:]+test[:3]"])
+def test_load_tfds_reads_tfds_testing_builder(dummy_mnist: Any, spec: str) -> None:
+    root, builder = dummy_mnist
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = list(tfds.as_numpy(builder.as_dataset(split=spec, shuffle_files=False)))
+    loaded = load_tfds("dummy_mnist", split=spec, data_dir=root)
+    assert loaded.features["label"].num_classes == 10 and len(loaded.files) >= 1
+    source = loaded.source()
+    assert len(source) == len(theirs)
+    for i, reference in enumerate(theirs):
+        ours = source[i]
+        assert int(ours["label"]) == int(reference["label"])
+        assert np.array_equal(ours["image"], reference["image"]) and ours["image"].shape == (28, 28, 1)
