@@ -121,3 +121,12 @@ def test_missing_dataset_version_and_split(data_dir: Path) -> None:
         load_tfds("toy", split="validation", data_dir=data_dir)
     with pytest.raises(tfrec.InvalidArgumentError):
         load_tfds("toy/../x", data_dir=data_dir)
+
+
+def test_an_empty_selection(data_dir: Path) -> None:
+    loaded = load_tfds("toy", split="train[5:5]", data_dir=data_dir)
+    assert len(loaded) == 0 and list(loaded.records()) == []
+    with pytest.raises(tfrec.InvalidArgumentError, match="no records"):
+        loaded.dataset()
+    with pytest.raises(tfrec.InvalidArgumentError, match="no records"):
+        loaded.source()

@@ -88,6 +88,14 @@ class LoadedSplit:
     def __len__(self) -> int:
         return sum(f.stop - f.start for f in self.files)
 
+    def _parts(self) -> list[FileRange]:
+        parts = [f for f in self.files if f.stop > f.start]
+        if not parts:
+            raise InvalidArgumentError(
+                "load_tfds: the split selects no records (read .records(), or widen it)"
+            )
+        return parts
+
     def records(self) -> Iterator[bytes]:
         """The selected serialized records, in order."""
         for part in self.files:
@@ -102,25 +110,26 @@ class LoadedSplit:
         order (one contiguous range, read as ``skip`` + ``take``).
         """
         options.setdefault("features", self.features)
-        parts = [f for f in self.files if f.stop > f.start]
+        parts = self._parts()
         if all(f.whole for f in parts) and len(set(self.paths)) == len(parts):
             return TFRecordDataset(self.paths, **options)
         contiguous = all(
             a.stop == a.length and b.start == 0 and a.path != b.path for a, b in itertools.pairwise(parts)
         )
-        ordered = not options.get("shuffle_files") and options.get("num_workers", 0) == 0
+        ordered = (
+            not options.get("shuffle_files") and not options.get("num_workers") and not options.get("shard")
+        )
         if not (contiguous and ordered and options.get("cycle_length", 1) == 1):
             raise InvalidArgumentError(
                 "load_tfds: this selection cuts shards in several places; read it with .source() or "
-                ".records(), or as a dataset without shuffle_files, num_workers or cycle_length"
+                ".records(), or as a dataset without shuffle_files, num_workers, shard or cycle_length"
             )
-        dataset = TFRecordDataset(self.paths, **options)
-        return dataset.skip(parts[0].start).take(len(self)) if parts else dataset.take(0)
+        return TFRecordDataset(self.paths, **options).skip(parts[0].start).take(len(self))
 
     def source(self) -> RecordFileSource | RangeSource:
         """Random access to the selection: ``source[i]`` is its record ``i``, decoded."""
+        parts = self._parts()
         source = RecordFileSource(self.paths, features=self.features)
-        parts = [f for f in self.files if f.stop > f.start]
         if all(f.whole for f in parts) and len(set(self.paths)) == len(parts):
             return source
         first = dict(
