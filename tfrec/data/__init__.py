@@ -22,10 +22,12 @@ from .pipeline.iterator import DatasetIterator
 from .random_access.source import RecordFileSource
 from .sharding.consumers import ShardOptions
 from .tfds.directory import TfdsSplit, from_tfds_dir, write_tfds_dir
+from .tfds.load import LoadedSplit, load_tfds
 from .writing.shards import ShardedWriter, ShardInfo, WriteSummary, shard_name, write_dataset
 
 __all__ = [
     "DatasetIterator",
+    "LoadedSplit",
     "ReadOptions",
     "RecordFileSource",
     "ShardInfo",
@@ -38,6 +40,7 @@ __all__ = [
     "expand_paths",
     "from_tfds_dir",
     "infer_features",
+    "load_tfds",
     "open_binary",
     "read_index",
     "shard_name",

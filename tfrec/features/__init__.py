@@ -15,27 +15,42 @@ Example:
 
 from __future__ import annotations
 
-from .base import FeatureConnector, TensorInfo
+from .audio import Audio
+from .base import Documentation, FeatureConnector, TensorInfo
+from .bbox import BBox, BBoxFeature
+from .dataset import Dataset
 from .features_dict import FEATURES_FILE, FeaturesDict, labels_file
 from .image import Image
 from .infer import INFER_SAMPLE, describe_features
+from .labeled_image import LabeledImage
 from .sequence import Sequence
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
+from .translation import Translation, TranslationVariableLanguages
+from .video import Video
 
 __all__ = [
     "FEATURES_FILE",
     "INFER_SAMPLE",
+    "Audio",
+    "BBox",
+    "BBoxFeature",
     "ClassLabel",
+    "Dataset",
+    "Documentation",
     "Encoding",
     "FeatureConnector",
     "FeaturesDict",
     "Image",
+    "LabeledImage",
     "Scalar",
     "Sequence",
     "Tensor",
     "TensorInfo",
     "Text",
+    "Translation",
+    "TranslationVariableLanguages",
+    "Video",
     "describe_features",
     "labels_file",
 ]

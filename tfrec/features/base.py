@@ -15,27 +15,55 @@ Round trip::
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import json
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple, cast
 
 import numpy as np
 
 from ..errors import EncodeError, SchemaError
+from .rows import apply_rows
+from .values import to_array
 
 __all__ = [
     "TFDS_PREFIX",
+    "Documentation",
     "FeatureConnector",
     "TensorInfo",
     "as_numpy_dtype",
     "check_keys",
+    "documented",
     "dtype_name",
     "to_connector",
 ]
 
 # tensorflow_datasets' class names: features.json files name connectors by them.
 TFDS_PREFIX = "tensorflow_datasets.core.features."
+
+
+@dataclasses.dataclass
+class Documentation:
+    """A feature's description and value range, as tfds' ``Documentation`` (``doc=`` of any connector).
+
+    Example:
+        >>> Scalar(np.int32, doc=Documentation(desc="Age of the person", value_range="0-150")).value_range
+        '0-150'
+    """
+
+    desc: str | None = None
+    value_range: str | None = None
+
+
+def documented(doc: Any, value_range: str | None = None) -> tuple[str | None, str | None]:
+    """``doc=`` (a str or a :class:`Documentation`) and ``value_range=`` as (description, value range)."""
+    if isinstance(doc, Documentation):
+        return doc.desc or None, value_range or doc.value_range or None
+    if doc is not None and not isinstance(doc, str):
+        raise SchemaError(f"doc must be a str or a Documentation, not {type(doc).__name__}")
+    return doc or None, value_range or None
 
 
 class TensorInfo(NamedTuple):
@@ -73,11 +101,6 @@ def dtype_name(dtype: np.dtype) -> str:
     return "string" if dtype.kind == "O" else dtype.name
 
 
-def fits(shape: tuple[int | None, ...], found: tuple[int, ...]) -> bool:
-    """Whether an array of shape ``found`` fits ``shape`` (``None`` matches any size)."""
-    return len(found) == len(shape) and all(s is None or s == d for s, d in zip(shape, found, strict=True))
-
-
 def check_shape(shape: Any) -> tuple[int | None, ...]:
     try:
         dims = tuple(None if d is None or d == -1 else int(d) for d in shape)
@@ -91,23 +114,88 @@ def check_shape(shape: Any) -> tuple[int | None, ...]:
 class FeatureConnector(ABC):
     """A feature described once: how its values are encoded, stored, parsed and decoded.
 
-    Subclasses implement :meth:`flat_infos`, :meth:`encode_flat`,
+    tfrec's connectors implement :meth:`flat_infos`, :meth:`encode_flat`,
     :meth:`decode_flat` and the JSON content methods; they are frozen value
     objects (``==``, ``repr``, pickling).
+
+    Connectors written the tensorflow_datasets way port with an import change:
+    subclass this class (or :class:`Tensor`, :class:`FeaturesDict`, ...) and
+    implement ``get_tensor_info`` (and ``get_serialized_info`` when what is
+    stored differs), ``encode_example``, ``decode_example`` (in numpy: it gets
+    one record's numpy values) and ``to_json_content`` / ``from_json_content``.
+    features.json names such a class by its module path, as tfds does, and
+    loading imports that module.
+
+    Example:
+        >>> class Celsius(FeatureConnector):
+        ...     def get_tensor_info(self):
+        ...         return TensorInfo(shape=(), dtype=np.float32)
+        ...     def encode_example(self, kelvin):
+        ...         return kelvin - 273.15
+        ...     def decode_example(self, celsius):
+        ...         return celsius + 273.15
     """
 
     _tfds_name: ClassVar[str]  # pythonClassName in features.json
-    _json_field: ClassVar[str]  # the oneof field of the Feature proto that holds the content
+    _json_field: ClassVar[str] = "jsonFeature"  # the oneof field of the Feature proto that holds the content
     _registry: ClassVar[dict[str, type[FeatureConnector]]] = {}
+    custom: ClassVar[bool] = False  # defined outside tfrec (a tfds-style connector)
 
     doc: str | None = None
     value_range: str | None = None
+
+    def __init__(self, *, doc: str | Documentation | None = None, value_range: str | None = None) -> None:
+        self.doc, self.value_range = documented(doc, value_range)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "_tfds_name" in cls.__dict__:
             FeatureConnector._registry[cls._tfds_name] = cls
             FeatureConnector._registry[cls.__name__] = cls
+            return
+        # A connector defined elsewhere: named by its module path in features.json, as tfds names it.
+        cls.custom = True
+        cls._tfds_name = f"{cls.__module__}.{cls.__qualname__}"
+        FeatureConnector._registry[cls._tfds_name] = cls
+        builtin = next(k for k in cls.__mro__ if k.__module__.startswith(__package__ + "."))
+        if builtin is not FeatureConnector:  # a subclass of Tensor, FeaturesDict, ...: theirs, then its own
+            if (
+                cls.encode_example is not FeatureConnector.encode_example
+                and "encode_flat" not in cls.__dict__
+            ):
+                cls.encode_flat = _encode_through(builtin)  # type: ignore[method-assign]
+            if (
+                cls.decode_example is not FeatureConnector.decode_example
+                and "decode_flat" not in cls.__dict__
+            ):
+                cls.decode_flat = _decode_through(builtin)  # type: ignore[method-assign]
+
+    # -- tensorflow_datasets' connector surface (for connectors written the tfds way) ----------------
+
+    def get_tensor_info(self) -> TensorInfo | dict[str, Any]:
+        """The decoded value's shape and dtype (a TensorInfo, or a dict of them)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_tensor_info()")
+
+    def get_serialized_info(self) -> TensorInfo | dict[str, Any]:
+        """How the value is stored (a TensorInfo, or a dict of them); the tensor info by default."""
+        return self.get_tensor_info()
+
+    def encode_example(self, example_data: Any) -> Any:
+        """A user value -> the value(s) to store (arrays, scalars, bytes; a dict for a dict of infos)."""
+        return example_data
+
+    def decode_example(self, tfexample_data: Any) -> Any:
+        """One record's stored value(s), as numpy -> the user's value."""
+        return tfexample_data
+
+    def to_json_content(self) -> dict[str, Any]:
+        """This connector's arguments, saved in features.json for :meth:`from_json_content`."""
+        return self._json_content()
+
+    @classmethod
+    def from_json_content(cls, value: dict[str, Any]) -> FeatureConnector:
+        """The connector from what :meth:`to_json_content` saved."""
+        return cls._from_json_content(value)
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -116,28 +204,49 @@ class FeatureConnector(ABC):
         every other connector."""
         return None
 
-    @abstractmethod
     def flat_infos(self) -> dict[str, TensorInfo]:
         """Relative flat key (``""`` = this feature) -> how that value is stored."""
+        return {
+            key: TensorInfo(check_shape(info.shape), as_numpy_dtype(info.dtype))
+            for key, info in self._infos()
+        }
 
-    @abstractmethod
+    def _infos(self) -> list[tuple[str, Any]]:
+        """The serialized infos by relative flat key (a tfds-style connector's layout)."""
+        return _flat_items(self.get_serialized_info(), "")
+
     def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
         """Encode a user value into relative flat key -> numpy value; ``path`` names it in errors."""
+        encoded = self.encode_example(value)
+        out = {}
+        for key, info in self._infos():
+            item = encoded
+            for part in key.split("/") if key else ():
+                if not isinstance(item, Mapping) or part not in item:
+                    raise EncodeError(
+                        f"{path} ({type(self).__name__}): encode_example gave no {key!r}", key=path
+                    )
+                item = item[part]
+            where = "/".join(p for p in (path, key) if p)
+            shape, dtype = check_shape(info.shape), as_numpy_dtype(info.dtype)
+            out[key] = to_array(item, dtype, shape, where, type(self).__name__)
+        return out
 
-    @abstractmethod
     def decode_flat(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
         """Turn parsed flat values (relative keys) back into the user's value."""
+        stored = _nest(self.get_serialized_info(), flat, "")
+        return apply_rows(self.decode_example, stored, batched)
 
     # -- metadata -------------------------------------------------------------------------------
 
-    @abstractmethod
     def _json_content(self) -> dict[str, Any]:
         """The content message of this connector, as features.json writes it."""
+        return {}
 
     @classmethod
-    @abstractmethod
     def _from_json_content(cls, content: dict[str, Any]) -> FeatureConnector:
         """Build the connector from its content message."""
+        return cls()
 
     @classmethod
     def _from_legacy_content(cls, content: dict[str, Any]) -> FeatureConnector:
@@ -151,7 +260,10 @@ class FeatureConnector(ABC):
             >>> Text().to_json()
             {'pythonClassName': 'tensorflow_datasets.core.features.text_feature.Text', 'text': {}}
         """
-        out: dict[str, Any] = {"pythonClassName": self._tfds_name, self._json_field: self._json_content()}
+        field, content = self._json_field, self.to_json_content()
+        if self.custom and (field == "jsonFeature" or type(self).to_json_content is not _BASE_TO_JSON):
+            field, content = "jsonFeature", {"json": json.dumps(content)}  # tfds wraps a dict this way
+        out: dict[str, Any] = {"pythonClassName": self._tfds_name, field: content}
         if self.doc:
             out["description"] = self.doc
         if self.value_range:
@@ -171,17 +283,14 @@ class FeatureConnector(ABC):
         assert isinstance(value, dict)
         if "type" in value:  # tfds' other layouts: {"type": class, "content": ...}
             return _from_typed_json(value)
-        name = value.get("pythonClassName", "")
-        cls = FeatureConnector._registry.get(name) or FeatureConnector._registry.get(name.rsplit(".", 1)[-1])
-        if cls is None:
-            raise SchemaError(f"unknown feature connector {name!r} in features.json")
+        cls = connector_class(value.get("pythonClassName", ""))
         content = value.get(cls._json_field)
-        if content is None:
+        if content is None or cls._json_field == "jsonFeature":
             fields = [k for k in value if k not in ("pythonClassName", "description", "valueRange")]
             content = value[fields[0]] if fields else {}
             if isinstance(content, dict) and "json" in content and len(content) == 1:
                 content = json.loads(content["json"])
-        feature = cls._from_json_content(content)
+        feature = cls.from_json_content(content)
         feature.doc = value.get("description") or None
         feature.value_range = value.get("valueRange") or None
         return feature
@@ -242,16 +351,73 @@ def check_keys(value: Any, names: Mapping[str, Any], path: str) -> None:
 def _from_typed_json(value: dict[str, Any]) -> FeatureConnector:
     """tfds' ``{"type": ..., "content": ...}`` layouts: ``to_json()``'s (with ``proto_cls``,
     proto-JSON content) and the older plain-JSON one."""
-    name = value["type"]
     content = value.get("content", {})
     if isinstance(content, str):
         content = json.loads(content)
-    cls = FeatureConnector._registry.get(name) or FeatureConnector._registry.get(name.rsplit(".", 1)[-1])
-    if cls is None:
-        raise SchemaError(f"unknown feature connector {name!r} in features.json")
-    if "proto_cls" in value:
-        return cls._from_json_content(content)
+    cls = connector_class(value["type"])
+    if "proto_cls" in value or cls.custom:
+        return cls.from_json_content(content)
     return cls._from_legacy_content(content)
+
+
+def connector_class(name: str) -> type[FeatureConnector]:
+    """The connector class features.json names: tfrec's, or (tfds' way) one whose module it imports."""
+    registry = FeatureConnector._registry
+    if name in registry:
+        return registry[name]
+    if name.startswith("tensorflow_datasets."):  # tfds' classes, also under their older module paths
+        found = registry.get(name.rsplit(".", 1)[-1])
+        if found is not None and not found.custom:
+            return found
+    elif "." in name:
+        try:
+            importlib.import_module(name.rsplit(".", 1)[0])  # defining the class registers it
+        except ImportError as exc:
+            raise SchemaError(
+                f"features.json names connector {name!r}, whose module does not import: {exc}"
+            ) from None
+        if name in registry:
+            return registry[name]
+    raise SchemaError(f"unknown feature connector {name!r} in features.json")
+
+
+_BASE_TO_JSON = FeatureConnector.to_json_content
+
+
+def _flat_items(info: Any, prefix: str) -> list[tuple[str, Any]]:
+    """A TensorInfo (``prefix`` itself) or a nested dict of them, by flat key."""
+    if isinstance(info, Mapping):
+        return [
+            item
+            for name, sub in info.items()
+            for item in _flat_items(sub, f"{prefix}/{name}" if prefix else name)
+        ]
+    return [(prefix, info)]
+
+
+def _nest(info: Any, flat: dict[str, Any], prefix: str) -> Any:
+    """Parsed flat values back in the nesting of a (dict of) TensorInfo."""
+    if isinstance(info, Mapping):
+        return {name: _nest(sub, flat, f"{prefix}/{name}" if prefix else name) for name, sub in info.items()}
+    return flat[prefix]
+
+
+def _encode_through(builtin: type[FeatureConnector]) -> Any:
+    """encode_flat of a subclass of a tfrec connector: its own encode_example, then the connector's."""
+
+    def encode_flat(self: FeatureConnector, value: Any, path: str) -> dict[str, Any]:
+        return builtin.encode_flat(self, self.encode_example(value), path)
+
+    return encode_flat
+
+
+def _decode_through(builtin: type[FeatureConnector]) -> Any:
+    """decode_flat of a subclass of a tfrec connector: the connector's, then its own decode_example."""
+
+    def decode_flat(self: FeatureConnector, flat: dict[str, Any], path: str, batched: bool) -> Any:
+        return apply_rows(self.decode_example, builtin.decode_flat(self, flat, path, batched), batched)
+
+    return decode_flat
 
 
 def json_int(value: Any) -> int:

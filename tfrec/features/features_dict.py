@@ -36,11 +36,19 @@ from ..example import (
     wire,
 )
 from . import sequence_storage
-from .base import TFDS_PREFIX, FeatureConnector, TensorInfo, check_keys, to_connector
+from .base import (
+    TFDS_PREFIX,
+    Documentation,
+    FeatureConnector,
+    TensorInfo,
+    check_keys,
+    documented,
+    to_connector,
+)
 from .sequence import Sequence as SequenceConnector
 from .serializer import compile_encoder
-from .tensor import EXACT_FLOATS, cast_stored
 from .text import ClassLabel
+from .values import EXACT_FLOATS, cast_stored
 
 __all__ = ["FEATURES_FILE", "FeaturesDict", "labels_file"]
 
@@ -85,7 +93,7 @@ class FeaturesDict(FeatureConnector):
         self,
         features: Mapping[str, Any],
         *,
-        doc: str | None = None,
+        doc: str | Documentation | None = None,
         value_range: str | None = None,
         exact_floats: bool = False,
     ) -> None:
@@ -99,7 +107,7 @@ class FeaturesDict(FeatureConnector):
                 if hasattr(exc, "add_note"):  # Python >= 3.11
                     exc.add_note(f'In FeaturesDict with name "{name}"')
                 raise
-        self.doc, self.value_range = doc, value_range
+        self.doc, self.value_range = documented(doc, value_range)
         self.exact_floats = bool(exact_floats)
 
     def __repr__(self) -> str:
@@ -312,9 +320,12 @@ class FeaturesDict(FeatureConnector):
 
 
 def _class_labels(feature: FeatureConnector, name: str) -> list[tuple[str, ClassLabel]]:
-    """Every ClassLabel with the file name tfds gives its names (``parent-child``)."""
+    """Every ClassLabel (a LabeledImage's too) with the file name tfds gives its names (``parent-child``)."""
     if isinstance(feature, ClassLabel):
         return [(name.replace("/", "."), feature)]
+    label = getattr(feature, "class_label", None)  # a LabeledImage's (not imported: it imports this layer)
+    if isinstance(label, ClassLabel):
+        return [(name.replace("/", "."), label)]
     if isinstance(feature, FeaturesDict):
         return [
             found

@@ -3,7 +3,11 @@
 Images are stored as PNG or JPEG bytes, as tensorflow_datasets stores them.
 Encoded bytes and files are stored as they are, once their header (read with
 Pillow) shows the declared size and channels; arrays are encoded with Pillow
-(the optional ``image`` extra, imported on first use).
+(the optional ``image`` extra, imported on first use). JPEGs decode to
+TensorFlow's own pixels when simplejpeg is installed (the ``jpeg`` extra, see
+:mod:`tfrec.features.jpeg`), else with Pillow, whose pixels may differ by a few
+levels. float32 images are stored as tfds stores them: one channel, its four
+bytes per pixel as the four channels of an 8-bit RGBA PNG.
 
 Example:
     >>> Image(shape=(28, 28, 1)).encode_flat(np.zeros((28, 28, 1), np.uint8), "image")[""][:4]
@@ -19,8 +23,19 @@ from typing import Any
 import numpy as np
 
 from ..errors import DecodeError, EncodeError, OptionalDependencyError, SchemaError
-from .base import TFDS_PREFIX, FeatureConnector, TensorInfo, check_shape, dtype_name, json_shape, shape_json
-from .base import fits as _fits
+from .base import (
+    TFDS_PREFIX,
+    Documentation,
+    FeatureConnector,
+    TensorInfo,
+    check_shape,
+    documented,
+    dtype_name,
+    json_shape,
+    shape_json,
+)
+from .jpeg import decode_jpeg
+from .values import fits as _fits
 
 __all__ = ["Image"]
 
@@ -47,9 +62,14 @@ class Image(FeatureConnector):
     """An image of ``shape`` ``(height, width, channels)`` (``None`` for unknown sizes).
 
     Args:
-        shape: ``(h, w, c)`` with c in 1, 3 or 4 (``None`` allowed for h and w).
+        shape: ``(h, w, c)`` with c in 1, 3 or 4 (``None`` allowed for h and w);
+            ``None`` means ``(None, None, 3)``.
         encoding_format: ``"png"`` (the default, lossless) or ``"jpeg"``.
-        dtype: ``uint8``, or ``uint16`` (PNG, one channel).
+        dtype: ``uint8``, ``uint16`` (PNG, one channel) or ``float32`` (PNG, one
+            channel, stored bit for bit as tfds stores it).
+        use_colormap: tfds' display hint for one-channel integer PNG images; kept
+            in features.json, no effect on the values.
+        doc: a description (a str or a :class:`Documentation`), saved in features.json.
 
     Example:
         >>> Image(shape=(None, None, 3), encoding_format="jpeg")
@@ -65,10 +85,11 @@ class Image(FeatureConnector):
         shape: Any = (None, None, 3),
         encoding_format: str | None = None,
         dtype: Any = np.uint8,
-        doc: str | None = None,
+        use_colormap: bool = False,
+        doc: str | Documentation | None = None,
         value_range: str | None = None,
     ) -> None:
-        self.shape = check_shape(shape)
+        self.shape = check_shape((None, None, 3) if shape is None else shape)
         if len(self.shape) != 3 or self.shape[2] not in (1, 3, 4):
             raise SchemaError(
                 f"Image shape must be (height, width, channels) with 1, 3 or 4 channels: {shape}"
@@ -76,22 +97,33 @@ class Image(FeatureConnector):
         if encoding_format is not None and encoding_format not in _FORMATS:
             raise SchemaError(f"encoding_format must be 'png' or 'jpeg', not {encoding_format!r}")
         self.encoding_format = encoding_format
-        self.dtype = np.dtype(dtype)
-        if self.dtype not in (np.dtype(np.uint8), np.dtype(np.uint16)):
-            raise SchemaError(f"Image dtype must be uint8 or uint16, not {self.dtype}")
-        if self.dtype == np.uint16 and (encoding_format == "jpeg" or self.shape[2] != 1):
-            raise SchemaError("uint16 images are stored as one-channel PNG")
-        self.doc, self.value_range = doc, value_range
+        self.dtype = np.dtype(np.uint8 if dtype is None else dtype)  # None: the default, as tfds
+        if self.dtype not in (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32)):
+            raise SchemaError(f"Image dtype must be uint8, uint16 or float32, not {self.dtype}")
+        if self.dtype != np.uint8 and (encoding_format == "jpeg" or self.shape[2] != 1):
+            raise SchemaError(f"{self.dtype} images are stored as one-channel PNG")
+        self.use_colormap = bool(use_colormap)
+        if self.use_colormap and (encoding_format == "jpeg" or self.shape[2] != 1 or self.dtype.kind != "u"):
+            raise SchemaError("use_colormap is for one-channel integer PNG images")
+        self.doc, self.value_range = documented(doc, value_range)
 
     def __repr__(self) -> str:
         encoding = f", encoding_format={self.encoding_format!r}" if self.encoding_format else ""
-        return f"Image(shape={self.shape}, dtype={self.dtype}{encoding})"
+        return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype}{encoding})"
 
     def flat_infos(self) -> dict[str, TensorInfo]:
         return {"": TensorInfo((), np.dtype(object))}
 
     def encode_flat(self, value: Any, path: str) -> dict[str, Any]:
+        if type(value).__module__.startswith("PIL.") and hasattr(value, "save"):  # a Pillow image, as tfds
+            out = io.BytesIO()
+            value.save(out, format="JPEG" if self.encoding_format == "jpeg" else "PNG")
+            value = out.getvalue()
+        elif hasattr(value, "read"):  # a file object holding an encoded image, as tfds takes it
+            value = bytes(value.read())
         if isinstance(value, (bytes, str, os.PathLike)):
+            if self.dtype == np.float32:
+                raise EncodeError(f"{path} ({self!r}): float32 images are given as arrays", key=path)
             if isinstance(value, bytes):
                 data = value
             else:
@@ -111,6 +143,8 @@ class Image(FeatureConnector):
                 f"{path} ({self!r}): expected shape {self.shape}, found {array.shape}", key=path
             )
         pil = _pillow()
+        if self.dtype == np.float32:  # as tfds: the float's 4 bytes as the 4 channels of an RGBA PNG
+            array = np.ascontiguousarray(array, "<f4").view(np.uint8)
         pixels = array[:, :, 0] if array.shape[2] == 1 else array
         image = pil.fromarray(pixels.astype("<u2") if self.dtype == np.uint16 else pixels)
         out = io.BytesIO()
@@ -153,6 +187,14 @@ class Image(FeatureConnector):
         return out
 
     def _decode(self, data: bytes, path: str) -> np.ndarray:
+        if self.dtype == np.uint8 and self.shape[2] != 4:  # TF's own pixels, when simplejpeg is here
+            pixels = decode_jpeg(data, self.shape[2] or 3)
+            if pixels is not None:
+                if not _fits(self.shape, pixels.shape):
+                    raise DecodeError(
+                        f"{path} ({self!r}): decoded an image of shape {pixels.shape}", key=path
+                    )
+                return pixels
         pil = _pillow()
         try:
             with pil.open(io.BytesIO(data)) as image:
@@ -161,7 +203,11 @@ class Image(FeatureConnector):
                     raise DecodeError(f"{path} ({self!r}): decoded an image of shape {shape}", key=path)
                 if self.dtype == np.uint8:  # as tfds: decode to the declared channels (grey -> RGB, ...)
                     image = image.convert(_MODES[self.shape[2] or 3])
+                elif self.dtype == np.float32:  # stored as RGBA bytes: the float's 4 bytes
+                    image = image.convert("RGBA")
                 array = np.asarray(image)
+                if self.dtype == np.float32:
+                    array = np.ascontiguousarray(array).view("<f4").astype(np.float32)
         except DecodeError:
             raise
         # Pillow reports damage as OSError, ValueError, SyntaxError ("broken PNG file"), EOFError, its
@@ -178,16 +224,17 @@ class Image(FeatureConnector):
         content: dict[str, Any] = {"dtype": dtype_name(self.dtype), "shape": shape_json(self.shape)}
         if self.encoding_format:
             content["encodingFormat"] = self.encoding_format
+        if self.use_colormap:
+            content["useColormap"] = True
         return content
 
     @classmethod
     def _from_json_content(cls, content: dict[str, Any]) -> Image:
-        if content.get("useColormap"):
-            raise SchemaError("Image(use_colormap=True) is not supported yet")
         return cls(
             shape=json_shape(content.get("shape", {})),
             dtype=content.get("dtype", "uint8"),
             encoding_format=content.get("encodingFormat") or None,
+            use_colormap=bool(content.get("useColormap")),
         )
 
     @classmethod

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import DecodeError, EncodeError, SchemaError
 from ..example import RaggedArray
-from .base import TFDS_PREFIX, FeatureConnector, TensorInfo, json_int, to_connector
+from .base import TFDS_PREFIX, Documentation, FeatureConnector, TensorInfo, documented, json_int, to_connector
 
 __all__ = ["Sequence"]
 
@@ -88,7 +88,7 @@ class Sequence(FeatureConnector):
         feature: Any,
         length: int | None = None,
         *,
-        doc: str | None = None,
+        doc: str | Documentation | None = None,
         value_range: str | None = None,
     ) -> None:
         self.feature = to_connector(feature)
@@ -110,7 +110,7 @@ class Sequence(FeatureConnector):
             )
         if any(0 in info.shape for _, info in self._leaves.values()):
             raise SchemaError(f"Sequence({self.feature!r}): items of no values cannot be counted once stored")
-        self.doc, self.value_range = doc, value_range
+        self.doc, self.value_range = documented(doc, value_range)
 
     def __repr__(self) -> str:
         return f"Sequence({self.feature!r}" + (f", length={self.length})" if self.length is not None else ")")

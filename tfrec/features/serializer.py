@@ -30,9 +30,10 @@ import numpy as np
 
 from ..example import wire
 from ..example.codec import PackedHeads, append_entry, encode_varints, join_entries, varint
-from .base import FeatureConnector, check_keys, fits
+from .base import FeatureConnector, check_keys
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
+from .values import fits
 
 __all__ = ["compile_encoder", "stored_values"]
 
@@ -79,6 +80,8 @@ def compile_encoder(features: FeatureConnector, *, exact_floats: bool = False) -
 
 def _encoder(feature: FeatureConnector, path: str, exact_floats: bool) -> Encoder:
     """The closure for ``feature`` at ``path`` (its flat key: also the key path in errors)."""
+    if feature.custom:  # a tfds-style connector (its own encode_example): always its encode_flat
+        return _reference_encoder(feature, path)
     children = feature.children()
     if children is not None:  # a dict of features: its children's entries, in order
         return _dict_encoder(children, path, exact_floats)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DecodeError, EncodeError, SchemaError
-from .base import TFDS_PREFIX, FeatureConnector, TensorInfo, json_int
+from .base import TFDS_PREFIX, Documentation, FeatureConnector, TensorInfo, documented, json_int
 
 __all__ = ["ClassLabel", "Text"]
 
@@ -37,8 +37,8 @@ class Text(FeatureConnector):
     _tfds_name = TFDS_PREFIX + "text_feature.Text"
     _json_field = "text"
 
-    def __init__(self, *, doc: str | None = None, value_range: str | None = None) -> None:
-        self.doc, self.value_range = doc, value_range
+    def __init__(self, *, doc: str | Documentation | None = None, value_range: str | None = None) -> None:
+        self.doc, self.value_range = documented(doc, value_range)
 
     def __repr__(self) -> str:
         return "Text()"
@@ -104,7 +104,7 @@ class ClassLabel(FeatureConnector):
         names: list[str] | None = None,
         names_file: str | os.PathLike[str] | None = None,
         num_classes: int | None = None,
-        doc: str | None = None,
+        doc: str | Documentation | None = None,
         value_range: str | None = None,
     ) -> None:
         if sum(x is not None for x in (names, names_file, num_classes)) != 1:
@@ -124,7 +124,7 @@ class ClassLabel(FeatureConnector):
             raise SchemaError(f"num_classes must be >= 0, not {num_classes}")
         self.num_classes = int(num_classes)
         self.name_index = {name: i for i, name in enumerate(self.names)}  # class name -> index
-        self.doc, self.value_range = doc, value_range
+        self.doc, self.value_range = documented(doc, value_range)
 
     @property
     def names(self) -> list[str]:

@@ -25,7 +25,7 @@ from ...errors import InvalidArgumentError, MissingFileError
 from ...features import FeaturesDict
 from ..writing.shards import WriteSummary, shard_x_of_y, write_dataset
 
-__all__ = ["DATASET_INFO_FILE", "TfdsSplit", "from_tfds_dir", "write_tfds_dir"]
+__all__ = ["DATASET_INFO_FILE", "TfdsSplit", "from_tfds_dir", "shard_file", "write_tfds_dir"]
 
 DATASET_INFO_FILE = "dataset_info.json"
 _TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"  # tfds' default file name template
@@ -193,7 +193,7 @@ def from_tfds_dir(directory: str | os.PathLike[str], split: str = "train") -> Tf
     template = entry.get("filepathTemplate") or _TEMPLATE
     paths = [
         os.path.join(
-            directory, _shard_file(template, info.get("name", ""), split, file_format, i, len(counts))
+            directory, shard_file(template, info.get("name", ""), split, file_format, i, len(counts))
         )
         for i in range(len(counts))
     ]
@@ -206,7 +206,7 @@ def from_tfds_dir(directory: str | os.PathLike[str], split: str = "train") -> Tf
     return TfdsSplit(paths, FeaturesDict.load(directory))
 
 
-def _shard_file(template: str, dataset: str, split: str, file_format: str, index: int, count: int) -> str:
+def shard_file(template: str, dataset: str, split: str, file_format: str, index: int, count: int) -> str:
     """A shard's file name from tfds' template (``{DATASET}``, ``{SPLIT}``, ``{SHARD_X_OF_Y}``...)."""
     x_of_y = shard_x_of_y(index, count)
     shard_index, num_shards = x_of_y.split("-of-")
