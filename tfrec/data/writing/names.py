@@ -23,7 +23,7 @@ __all__ = ["ShardName", "parse_shard_name", "shard_name", "shard_x_of_y"]
 _SHARD = re.compile(r"(?P<name>.+)-(?P<index>\d{5,})-of-(?P<count>\d{5,})(?P<suffix>(?!\d).*)", re.DOTALL)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ShardName:
     """A shard's file name taken apart: ``{name}-{index}-of-{count}{suffix}``."""
 
@@ -62,7 +62,8 @@ def parse_shard_name(basename: str) -> ShardName | None:
     found = _SHARD.fullmatch(basename)
     if found is None:
         return None
-    index, count = found.group("index"), found.group("count")
-    if len(index) != len(count) or len(count) != max(5, len(str(int(count)))) or int(index) >= int(count):
+    name, index, count, suffix = found.groups()
+    # Digit strings of one width compare as their numbers; past 5 digits no zero padding is added.
+    if len(index) != len(count) or (len(count) > 5 and count[0] == "0") or index >= count:
         return None
-    return ShardName(found.group("name"), int(index), int(count), found.group("suffix"))
+    return ShardName(name, int(index), int(count), suffix)

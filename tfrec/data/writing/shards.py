@@ -132,7 +132,8 @@ class ShardedWriter:
     Args:
         path_prefix: shards are named ``{path_prefix}-{i:05d}-of-{n:05d}{suffix}``;
             missing parent directories are created.
-        num_shards: write exactly this many shards, all open at once; records
+        num_shards: write exactly this many shards, all open at once (more than
+            the process may open is an InvalidArgumentError); records
             go round-robin (record ``k`` to shard ``k % num_shards``), so shards
             differ by at most one record and the split does not depend on the
             records' content.
