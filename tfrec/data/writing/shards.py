@@ -214,7 +214,7 @@ class ShardedWriter:
                 for _ in range(num_shards):
                     self._new_shard()
             except OSError as exc:
-                self.abort()
+                self._abort_noting(exc)
                 if exc.errno not in (errno.EMFILE, errno.ENFILE):
                     raise
                 raise InvalidArgumentError(
@@ -223,8 +223,8 @@ class ShardedWriter:
                     "use fewer shards, raise the limit on open files (ulimit -n), or give max_records= or "
                     "max_bytes=, which keep one shard open at a time"
                 ) from exc
-            except BaseException:
-                self.abort()
+            except BaseException as exc:
+                self._abort_noting(exc)
                 raise
 
     # -- writing --------------------------------------------------------------------------------------
@@ -414,20 +414,7 @@ class ShardedWriter:
         :class:`~tfrec.TfrecError` naming it, once all were tried.
         """
         self._closed = True
-        failed: list[tuple[str, OSError]] = []
-        for shard in self._shards:
-            # The records are thrown away: nothing is flushed, so a full disk cannot stop the clean-up.
-            with contextlib.suppress(Exception):
-                shard.file.close()
-            for path in (shard.pending, shard.pending_index):
-                if path is None:
-                    continue
-                try:
-                    os.remove(path)
-                except FileNotFoundError:
-                    pass
-                except OSError as exc:
-                    failed.append((path, exc))
+        failed = _remove_temporary_files(self._shards)
         self._shards.clear()
         if failed:
             error = TfrecError(
@@ -482,6 +469,23 @@ class ShardedWriter:
         )
         state = "closed" if self._closed else "open"
         return f"ShardedWriter({self._prefix!r}, {mode}, {self._written} records, {state})"
+
+
+def _remove_temporary_files(shards: list[_Shard]) -> list[tuple[str, OSError]]:
+    """Close and remove every shard's temporary files, going on past failures; the files not removed."""
+    failed = []
+    for shard in shards:
+        # The records are thrown away: nothing is flushed, so a full disk cannot stop the clean-up.
+        with contextlib.suppress(Exception):
+            shard.file.close()
+        for path in filter(None, (shard.pending, shard.pending_index)):
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                failed.append((path, exc))
+    return failed
 
 
 def _full_suffix(suffix: str, codec: str | None) -> str:
