@@ -30,7 +30,7 @@ from ..convert import (
 )
 from ..convert.types import parse_pairs
 from ..data import infer_features, write_dataset
-from ..data.writing.shards import TFRECORD_SUFFIXES
+from ..data.writing.names import TFRECORD_SUFFIXES
 from ..errors import InvalidArgumentError, MissingFileError
 from .reading import Damage, Place, walk
 

@@ -3,8 +3,11 @@
 :func:`write_samples` writes a :class:`~tfrec.convert.Samples` stream as TFRecord shards (or one
 file) and the dataset's ``features.json`` beside them. It streams: samples are serialized and
 written in chunks of at most 1024 records and 16 MiB, so memory stays flat whatever the input
-size. Nothing is left under the output names when anything fails: shards are written under hidden
-pending names and renamed together at the end; ``features.json`` is written last.
+size. Nothing is left under the output names when anything fails: shards are written under hidden temporary names and
+published together at the end, whole or visibly incomplete (:func:`tfrec.data.write_dataset`: an
+earlier set of the same name goes first, then the shards in index order, so readers refuse a set
+cut short); ``features.json`` is written last, and if that fails the shards are removed again in
+index order.
 
 Example:
     >>> summary = write_samples(read_csv("iris.csv"), "out/iris", num_shards=2)
@@ -20,7 +23,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..data import ShardInfo, WriteSummary, write_dataset
-from ..data.writing.shards import TFRECORD_SUFFIXES, record_chunks
+from ..data.writing.names import TFRECORD_SUFFIXES
+from ..data.writing.shards import record_chunks
 from ..errors import ConvertError, EncodeError, TfrecError
 from ..features import FeaturesDict
 from ..record import RecordWriter
@@ -84,7 +88,7 @@ def write_samples(
         try:
             features.save(os.path.dirname(os.path.abspath(out)))
         except BaseException:
-            for path in summary.paths:
+            for path in summary.paths:  # in index order: stopped on the way, the set stays visibly incomplete
                 with contextlib.suppress(OSError):
                     os.remove(path)
             raise

@@ -10,6 +10,12 @@ skipping sidecars a TFRecord directory usually holds next to its data
 (``.json``, ``.txt``, ``.idx``, ``.index``, ...) and names starting with ``_``
 or ``.`` (``_SUCCESS`` markers, ``.crc`` files).
 
+Sets of shards are checked (:func:`check_shard_sets`): where a pattern or
+directory reaches shards ``{name}-I-of-N{suffix}``, every one of the ``N`` it
+reaches must be there, and one name has one ``N``. tfrec's writers publish a
+set so that a writer stopped part-way leaves shards missing
+(:mod:`tfrec.data.writing.publish`); ``check_shards=False`` reads what is there.
+
 Example:
     >>> expand_paths("data/train-{00000..00003}-of-00004.tfrecord")
     ['data/train-00000-of-00004.tfrecord', ..., 'data/train-00003-of-00004.tfrecord']
@@ -18,16 +24,21 @@ Example:
 
 from __future__ import annotations
 
+import fnmatch
 import glob
+import itertools
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Any
 
 from ..errors import InvalidArgumentError, MissingFileError, OptionalDependencyError
+from .writing.names import parse_shard_name, shard_x_of_y
 
 __all__ = [
     "SIDECAR_SUFFIXES",
+    "check_shard_sets",
     "expand_braces",
     "expand_paths",
     "file_size",
@@ -174,6 +185,7 @@ def expand_paths(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     storage_options: Mapping[str, Any] | None = None,
+    check_shards: bool = True,
 ) -> list[str]:
     """The files named by ``paths``, in a deterministic order.
 
@@ -182,13 +194,20 @@ def expand_paths(
             (``{a,b}``, ``{00000..00015}``), directory or ``scheme://`` URL, or
             a list of them.
         storage_options: passed to fsspec for URLs (credentials, endpoints).
+        check_shards: refuse a pattern or directory that reaches an incomplete
+            ``-of-N`` set of shards, or two shard counts of one name (see
+            :func:`check_shard_sets`). ``False`` returns the files that are there;
+            pass that list on to a reader (``TFRecordDataset``, ``RecordFileSource``...)
+            to read them: a file named on its own reaches no other shard.
 
     Returns:
         The files: each pattern's matches sorted, patterns in the given order,
         duplicates removed (the first occurrence is kept). URLs stay URLs.
 
     Raises:
-        MissingFileError: a pattern matched no file (also a ``FileNotFoundError``).
+        MissingFileError: a pattern matched no file (also a ``FileNotFoundError``), or
+            shards of a set it reaches are missing.
+        InvalidArgumentError: a pattern reaches shards of one name with two shard counts.
         OptionalDependencyError: a URL was given and fsspec is not installed.
 
     Example:
@@ -206,8 +225,95 @@ def expand_paths(
             found += _expand_local(local) if local is not None else _expand_url(expanded, storage_options)
         if not found:
             raise MissingFileError(_nothing_found(pattern), path=pattern)
+        if check_shards:
+            check_shard_sets(pattern, found)
         files.update(dict.fromkeys(found))
     return list(files)
+
+
+def check_shard_sets(pattern: str, found: list[str]) -> None:
+    """Refuse an incomplete ``-of-N`` set of shards among the files ``pattern`` matched.
+
+    A shard missing from ``found`` counts when ``pattern`` would have matched
+    it (a glob's last part, a directory's listing, a name given on its own), so
+    ``train-0000[0-4]-of-00010`` may read half a set on purpose. Index and other
+    sidecar files are not shards.
+
+    Raises:
+        MissingFileError: shards of a set are missing; the message names them.
+        InvalidArgumentError: shards of one name (and suffix) with two shard counts.
+
+    Example:
+        >>> check_shard_sets("out/train-*", ["out/train-00000-of-00002.tfrecord"])
+        Traceback (most recent call last):
+        MissingFileError: out/train-*: the set out/train-*-of-00002.tfrecord is incomplete: 1 of its ...
+    """
+    sets: defaultdict[tuple[str, str, str], defaultdict[int, set[int]]] = defaultdict(
+        lambda: defaultdict(set)
+    )
+    for path in found:
+        directory, base = os.path.split(path)
+        parsed = parse_shard_name(base)
+        if parsed is not None and os.path.splitext(base)[1].lower() not in SIDECAR_SUFFIXES:
+            sets[directory, parsed.name, parsed.suffix][parsed.count].add(parsed.index)
+    if not sets:
+        return
+    reaches = [_reach(alternative) for alternative in expand_braces(pattern)]
+    for (directory, name, suffix), counts in sets.items():
+        where = os.path.join(directory, f"{name}-*{suffix}")
+        if len(counts) > 1:
+            listed = ", ".join(f"{len(indexes)} of {count:05d}" for count, indexes in sorted(counts.items()))
+            raise InvalidArgumentError(
+                f"{pattern}: the shards {where} come in {len(counts)} shard counts ({listed}): two sets "
+                "of one name, e.g. an earlier one left by a writer that did not replace it; remove the "
+                "stale set, or read one with a pattern naming its count (e.g. *-of-NNNNN), or pass "
+                "check_shards=False to expand_paths"
+            )
+        ((count, indexes),) = counts.items()
+        _check_whole(pattern, directory, name, suffix, count, indexes, reaches)
+
+
+def _check_whole(
+    pattern: str,
+    directory: str,
+    name: str,
+    suffix: str,
+    count: int,
+    indexes: set[int],
+    reaches: list[Callable[[str], bool]],
+) -> None:
+    if len(indexes) == count:
+        return
+    missing = []
+    # A name reaching an absurd count (a stray "-of-99999999") is looked at no further than
+    # 100,000 names past the shards found; the message then gives a lower bound.
+    for index in itertools.islice(range(count), len(indexes) + 100_000):
+        base = f"{name}-{shard_x_of_y(index, count)}{suffix}"
+        if index not in indexes and any(reach(base) for reach in reaches):
+            missing.append(base)
+    if not missing:
+        return
+    shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+    raise MissingFileError(
+        f"{pattern}: the set {os.path.join(directory, name)}-*-of-{count:05d}{suffix} is incomplete: "
+        f"{len(missing)} of its {count} shards are missing ({shown}). Its writer may have stopped while "
+        "publishing it, or shards were removed; to read the shards that are there, pass "
+        "check_shards=False to expand_paths and give its list to the reader",
+        path=os.path.join(directory, missing[0]),
+    )
+
+
+def _reach(alternative: str) -> Callable[[str], bool]:
+    """Whether a file name (in a matched directory) would be matched by one alternative of a pattern."""
+    last = alternative.rstrip("/").rsplit("/", 1)[-1]
+    if os.sep != "/":
+        last = last.rsplit(os.sep, 1)[-1]
+    if _MAGIC.search(last):
+        return lambda base: fnmatch.fnmatchcase(base, last)
+    local = local_path(alternative)
+    if alternative.endswith("/") or (local is not None and os.path.isdir(local)):
+        return is_listed  # a directory lists every record file
+    return lambda base: base == last
 
 
 def _nothing_found(pattern: str) -> str:

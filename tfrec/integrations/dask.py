@@ -29,7 +29,7 @@ from ..arguments import check_count
 from ..data import expand_paths, open_binary, read_index, shard_name
 from ..data.index.format import INDEX_SUFFIX
 from ..data.paths import is_url
-from ..data.writing.shards import pending_name, pending_pattern, shard_suffix
+from ..data.writing.names import pending_name, pending_pattern, shard_suffix
 from ..errors import OptionalDependencyError, SchemaError
 from ..features import FeaturesDict
 from ..record import RecordReader, RecordWriter, resolve_compression

@@ -31,7 +31,7 @@ import numpy as np
 from ..arguments import check_count
 from ..data import expand_paths, shard_name
 from ..data.paths import is_listed
-from ..data.writing.shards import pending_name, pending_pattern, shard_suffix
+from ..data.writing.names import pending_name, pending_pattern, shard_suffix
 from ..errors import MissingFileError, OptionalDependencyError, SchemaError
 from ..features import FeaturesDict
 from ..record import RecordReader, RecordWriter, resolve_compression

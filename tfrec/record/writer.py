@@ -29,7 +29,7 @@ from . import frame
 from .compression import check_level, open_compressed, resolve_compression
 from .crc import crc_function, mask, mask_array
 
-__all__ = ["RecordWriter", "write_records"]
+__all__ = ["RecordWriter", "temporary_path", "write_records"]
 
 
 _FLUSH_BYTES = 1 << 20  # hand frames to the stream in ~1 MiB writes
@@ -55,6 +55,20 @@ def _as_record(record: object, where: str) -> bytes:
         f"{where}: a record must be bytes-like (bytes, bytearray, memoryview or a C-contiguous uint8 "
         f"array), got {given}: {_short_repr(record)}"
     )
+
+
+def temporary_path(path: str | os.PathLike[str]) -> str:
+    """A fresh hidden name beside ``path`` to write it under: ``.NAME.<8 hex digits>.tmp``.
+
+    Every temporary file tfrec writes is named so (record files, pending shards, index and
+    JSON files), so one pattern, ``.*.tmp``, finds whatever a killed writer left behind.
+
+    Example:
+        >>> temporary_path("out/train.tfrecord")  # doctest: +SKIP
+        '/abs/out/.train.tfrecord.5f2a9c01.tmp'
+    """
+    directory, name = os.path.split(os.path.abspath(os.fspath(path)))
+    return os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
 
 
 def _short_repr(value: object) -> str:
@@ -103,8 +117,7 @@ class RecordWriter:
         self._crc = crc_function()
         if isinstance(destination, (str, os.PathLike)):
             self._path = os.fspath(destination)
-            directory, name = os.path.split(os.path.abspath(self._path))
-            self._temp_path = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+            self._temp_path = temporary_path(self._path)
             # os.open, not mkstemp: the file gets the usual 0o666 & ~umask mode.
             fd = os.open(self._temp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666)
             self._raw = os.fdopen(fd, "wb")

@@ -14,16 +14,19 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ...errors import InvalidArgumentError, MissingFileError
 from ...features import FeaturesDict
-from ..writing.shards import WriteSummary, shard_x_of_y, write_dataset
+from ...record.writer import temporary_path
+from ..writing.names import shard_x_of_y
+from ..writing.publish import make_directory
+from ..writing.shards import WriteSummary, write_dataset
 
 __all__ = ["DATASET_INFO_FILE", "TfdsSplit", "from_tfds_dir", "shard_file", "write_tfds_dir"]
 
@@ -71,8 +74,14 @@ def write_tfds_dir(
     Returns:
         Split name -> the :class:`WriteSummary` of its shards.
 
-    ``dataset_info.json`` is written last: a directory without it is not a
-    dataset for tfds, so an interrupted write never looks complete.
+    ``dataset_info.json`` is removed first and written last: a directory
+    without it is not a dataset for tfds (nor for :func:`from_tfds_dir`), so an
+    interrupted write, or rewrite, never looks complete. Each split's shards are
+    published as :func:`write_dataset` does (an earlier set of the split's name
+    is replaced).
+
+    Raises:
+        InvalidArgumentError: an argument is invalid, or ``directory`` is under a regular file.
 
     Example:
         >>> tfrec.data.write_tfds_dir("data/toy/1.0.0", {"train": samples}, features, name="toy")
@@ -96,7 +105,9 @@ def write_tfds_dir(
             )
     if num_shards is None and max_records is None and max_bytes is None:
         num_shards = 1
-    os.makedirs(directory, exist_ok=True)
+    make_directory(directory, "write_tfds_dir")
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(directory, DATASET_INFO_FILE))  # the directory is no dataset until done
     features.save(directory)
     summaries: dict[str, WriteSummary] = {}
     for split, samples in splits.items():
@@ -134,8 +145,7 @@ def write_tfds_dir(
 
 def _write_json(path: str, content: dict[str, Any]) -> None:
     """Write JSON through a temporary file renamed into place."""
-    directory, base = os.path.split(path)
-    temp = os.path.join(directory, f".{base}.{secrets.token_hex(4)}.tmp")
+    temp = temporary_path(path)
     try:
         with open(temp, "w", encoding="utf-8") as file:
             json.dump(content, file, indent=2)

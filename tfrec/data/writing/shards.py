@@ -2,10 +2,12 @@
 
 :class:`ShardedWriter` spreads records over a fixed number of shards, or rolls
 over to a new shard at a record or byte limit. Every shard is written under a
-hidden temporary name and all of them get their final names together at
-:meth:`ShardedWriter.close`, so a dataset is either complete under its final
-names or absent: a failure (an exception in the ``with`` block) removes what
-was written.
+hidden temporary name (``.NAME.<hex>.tmp``, like every temporary file of tfrec)
+and all of them get their final names together at :meth:`ShardedWriter.close`
+(:func:`~tfrec.data.writing.publish.publish_shards`: an earlier set of the same
+name goes first, then the new shards in index order), so a dataset is whole
+under its final names or visibly incomplete: a failure (an exception in the
+``with`` block) removes what was written.
 
 Example:
     >>> with tfrec.ShardedWriter("out/train", num_shards=4, features=features) as writer:
@@ -19,40 +21,37 @@ from __future__ import annotations
 
 import array
 import contextlib
-import glob
+import errno
 import os
-import secrets
 import sys
 from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
-from ...errors import EncodeError, InvalidArgumentError, OptionalDependencyError
+from ...errors import EncodeError, InvalidArgumentError, OptionalDependencyError, TfrecError
 from ...features import FeaturesDict
 from ...record import RecordWriter, resolve_compression
 from ...record.frame import FRAMING
+from ...record.writer import temporary_path
 from ..index.format import INDEX_SUFFIX, write_index
+from .names import shard_name, shard_suffix, shard_x_of_y
+from .publish import make_directory, publish_shards
 
 __all__ = [
     "CHUNK_BYTES",
     "CHUNK_RECORDS",
-    "TFRECORD_SUFFIXES",
     "ShardInfo",
     "ShardedWriter",
     "WriteSummary",
-    "pending_name",
-    "pending_pattern",
     "record_chunks",
     "shard_name",
-    "shard_suffix",
     "shard_x_of_y",
     "write_dataset",
 ]
 
-_EXTENSIONS = {"gzip": ".gz", "zlib": ".zz"}  # what each compression adds to a file's suffix
 # write_many serializes records and writes them together in chunks of at most this many records, and
 # of at most CHUNK_BYTES (or one record, when a record is larger): a count alone held 1024 samples
 # whatever their size (6 GiB for 6 MiB images).
@@ -79,60 +78,6 @@ def record_chunks(records: Iterable[bytes]) -> Iterator[list[bytes]]:
             size = 0
     if chunk:
         yield chunk
-
-
-def shard_name(prefix: str | os.PathLike[str], index: int, count: int, suffix: str = ".tfrecord") -> str:
-    """The name of shard ``index`` of ``count``: ``{prefix}-{index:05d}-of-{count:05d}{suffix}``.
-
-    Example:
-        >>> shard_name("out/train", 3, 16)
-        'out/train-00003-of-00016.tfrecord'
-    """
-    return f"{os.fspath(prefix)}-{shard_x_of_y(index, count)}{suffix}"
-
-
-def shard_suffix(compression: str | None, suffix: str = ".tfrecord") -> str:
-    """``suffix`` with the extension of ``compression`` (``None``, ``"gzip"`` or ``"zlib"``).
-
-    Example:
-        >>> shard_suffix("gzip")
-        '.tfrecord.gz'
-    """
-    return suffix + _EXTENSIONS.get(compression or "", "")
-
-
-def pending_name(prefix: str | os.PathLike[str], index: int, token: str) -> str:
-    """The hidden name shard ``index`` of the writer ``token`` has until the whole set is published
-    (renamed to its :func:`shard_name`); readers listing the directory skip it.
-
-    Example:
-        >>> pending_name("out/train", 3, "9f0c1a2b")
-        'out/.train-00003.9f0c1a2b.pending'
-    """
-    directory, name = os.path.split(os.fspath(prefix))
-    return os.path.join(directory, f".{name}-{index:05d}.{token}.pending")
-
-
-def pending_pattern(prefix: str | os.PathLike[str], token: str, ending: str = ".pending") -> str:
-    """A glob of the :func:`pending_name` files of the writer ``token``; ``ending=".*"`` also matches
-    what an aborted write leaves beside them (``.pending.partial``).
-
-    Example:
-        >>> pending_pattern("out/train", "9f0c1a2b")
-        'out/.train-*.9f0c1a2b.pending'
-    """
-    directory, name = os.path.split(os.fspath(prefix))
-    return os.path.join(glob.escape(directory), f".{glob.escape(name)}-*.{token}{ending}")
-
-
-# The names TFRecord files are written under, uncompressed or not.
-TFRECORD_SUFFIXES = tuple(shard_suffix(compression) for compression in (None, *_EXTENSIONS))
-
-
-def shard_x_of_y(index: int, count: int) -> str:
-    """``"00003-of-00016"``; past 99999 shards both numbers widen together, as tfds names them."""
-    width = max(5, len(str(count)))
-    return f"{index:0{width}d}-of-{count:0{width}d}"
 
 
 @dataclass(frozen=True)
@@ -194,10 +139,17 @@ class WriteSummary:
 
 @dataclass
 class _Shard:
-    """A shard being written: its writer under a pending name, and what went in."""
+    """A shard being written: its file under a temporary name, the writer on it, and what went in.
 
+    The writer writes to the open ``file`` (a stream, so it makes no temporary file of its own):
+    the shard has one temporary file, and its index one more, both named ``.NAME.<hex>.tmp``.
+    """
+
+    number: int
     pending: str
+    file: IO[bytes]
     writer: RecordWriter
+    pending_index: str | None = None
     records: int = 0
     data_bytes: int = 0
     frame_bytes: int = 0  # the uncompressed stream's size = the offset of the next record
@@ -213,7 +165,8 @@ class ShardedWriter:
     Args:
         path_prefix: shards are named ``{path_prefix}-{i:05d}-of-{n:05d}{suffix}``;
             missing parent directories are created.
-        num_shards: write exactly this many shards, all open at once; records
+        num_shards: write exactly this many shards, all open at once (more than
+            the process may open is an InvalidArgumentError); records
             go round-robin (record ``k`` to shard ``k % num_shards``), so shards
             differ by at most one record and the split does not depend on the
             records' content.
@@ -284,19 +237,27 @@ class ShardedWriter:
         self._level = compression_level
         self._features = features
         self._index = index
-        self._token = secrets.token_hex(4)  # tells this writer's pending files from any other's
         self._shards: list[_Shard] = []
         self._written = 0
         self._summary: WriteSummary | None = None
         self._closed = False
-        directory = os.path.dirname(os.path.abspath(self._prefix))
-        os.makedirs(directory, exist_ok=True)
+        make_directory(os.path.dirname(os.path.abspath(self._prefix)), "ShardedWriter")
         if num_shards is not None:
             try:
                 for _ in range(num_shards):
                     self._new_shard()
-            except BaseException:
-                self.abort()
+            except OSError as exc:
+                self._abort_noting(exc)
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
+                raise InvalidArgumentError(
+                    f"ShardedWriter: {self._prefix}: num_shards={num_shards} keeps {num_shards} files open "
+                    f"at once, and this process could open only {len(self._shards)} more ({exc.strerror}); "
+                    "use fewer shards, raise the limit on open files (ulimit -n), or give max_records= or "
+                    "max_bytes=, which keep one shard open at a time"
+                ) from exc
+            except BaseException as exc:
+                self._abort_noting(exc)
                 raise
 
     # -- writing --------------------------------------------------------------------------------------
@@ -402,25 +363,40 @@ class ShardedWriter:
             shard.lengths.frombytes((lengths + FRAMING).tobytes())
 
     def _new_shard(self) -> _Shard:
-        pending = pending_name(self._prefix, len(self._shards), self._token)
-        shard = _Shard(pending, RecordWriter(pending, self._codec, compression_level=self._level))
+        number = len(self._shards)
+        pending = temporary_path(f"{self._prefix}-{number:05d}")
+        file = open(pending, "xb")  # noqa: SIM115  # closed by _finish or abort
+        try:
+            writer = RecordWriter(file, self._codec, compression_level=self._level)
+        except BaseException:
+            file.close()
+            os.remove(pending)
+            raise
+        shard = _Shard(number, pending, file, writer)
         self._shards.append(shard)
         return shard
 
     def _finish(self, shard: _Shard) -> None:
-        """Close a shard's writer (its file appears under the pending name) and write its index."""
+        """Finish a shard's stream and file (complete under its temporary name) and write its index."""
         shard.finished = True
         shard.writer.close()
+        shard.file.close()
         if self._index:
             lengths = np.frombuffer(shard.lengths, np.int64)
             offsets = np.cumsum(lengths) - lengths
-            write_index(shard.pending + INDEX_SUFFIX, offsets.tolist(), lengths.tolist())
+            shard.pending_index = temporary_path(f"{self._prefix}-{shard.number:05d}{INDEX_SUFFIX}")
+            write_index(shard.pending_index, offsets.tolist(), lengths.tolist())
             shard.lengths = array.array("q")
 
     # -- closing --------------------------------------------------------------------------------------
 
     def close(self) -> WriteSummary:
         """Finish every shard and give them their final names (idempotent).
+
+        The shards are published whole or visibly incomplete: an earlier set of
+        the same name and suffix is removed first (whatever its shard count),
+        then the shards are renamed in index order, so a process stopped on the
+        way leaves fewer than ``N`` shards, which readers report.
 
         Returns:
             The :class:`WriteSummary`.
@@ -429,7 +405,6 @@ class ShardedWriter:
             return self._summary
         if self._closed:
             raise InvalidArgumentError(f"{self._prefix}: the ShardedWriter was aborted; nothing was written")
-        published: list[str] = []
         try:
             if not self._shards:
                 self._new_shard()  # no records: one empty shard, so the dataset exists
@@ -437,38 +412,55 @@ class ShardedWriter:
                 if not shard.finished:
                     self._finish(shard)
             count = len(self._shards)
-            infos = []
-            for number, shard in enumerate(self._shards):
-                final = shard_name(self._prefix, number, count, self._suffix)
-                index_path = final + INDEX_SUFFIX if self._index else None
-                if index_path is not None:
-                    os.replace(shard.pending + INDEX_SUFFIX, index_path)
-                    published.append(index_path)
-                os.replace(shard.pending, final)
-                published.append(final)
-                size = os.path.getsize(final)
-                infos.append(ShardInfo(final, shard.records, size, shard.data_bytes, index_path))
+            finals = [shard_name(self._prefix, number, count, self._suffix) for number in range(count)]
+            infos = [
+                ShardInfo(
+                    final,
+                    shard.records,
+                    os.path.getsize(shard.pending),
+                    shard.data_bytes,
+                    final + INDEX_SUFFIX if self._index else None,
+                )
+                for shard, final in zip(self._shards, finals, strict=True)
+            ]
+            renames = [
+                ([(shard.pending_index, final + INDEX_SUFFIX)] if shard.pending_index is not None else [])
+                + [(shard.pending, final)]
+                for shard, final in zip(self._shards, finals, strict=True)
+            ]
+            publish_shards(self._prefix, self._suffix, renames)
         except BaseException as exc:
-            for path in published:
-                with contextlib.suppress(OSError):
-                    os.remove(path)
-            self.abort()
+            self._abort_noting(exc)
             _note(exc, f"tfrec: {self._prefix}: no shard was kept")
             raise
         self._closed = True
+        self._shards.clear()
         self._summary = WriteSummary(tuple(infos))
         return self._summary
 
     def abort(self) -> None:
-        """Stop and remove everything written (pending shards and indexes); idempotent."""
+        """Stop and remove everything written (temporary shards and indexes); idempotent.
+
+        Every temporary file is removed even when closing or removing another
+        one fails (a full disk...). A file that cannot be removed raises
+        :class:`~tfrec.TfrecError` naming it, once all were tried.
+        """
         self._closed = True
-        for shard in self._shards:
-            partial = shard.writer.abort()
-            for path in (partial, shard.pending, shard.pending + INDEX_SUFFIX):
-                if path is not None:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(path)
+        failed = _remove_temporary_files(self._shards)
         self._shards.clear()
+        if failed:
+            error = TfrecError(
+                f"{self._prefix}: the ShardedWriter could not remove {len(failed)} temporary files: "
+                + ", ".join(f"{path} ({exc.strerror})" for path, exc in failed)
+            )
+            raise error from failed[0][1]
+
+    def _abort_noting(self, exc: BaseException) -> None:
+        """Abort while ``exc`` goes on: a failed clean-up becomes a note on it, not a new error."""
+        try:
+            self.abort()
+        except TfrecError as failure:
+            _note(exc, f"tfrec: {failure}")
 
     @property
     def summary(self) -> WriteSummary:
@@ -494,7 +486,7 @@ class ShardedWriter:
         if exc is None:
             self.close()
             return
-        self.abort()
+        self._abort_noting(exc)
         _note(exc, f"tfrec: {self._prefix}: the ShardedWriter was aborted; no shard was kept")
 
     def __repr__(self) -> str:
@@ -509,6 +501,23 @@ class ShardedWriter:
         )
         state = "closed" if self._closed else "open"
         return f"ShardedWriter({self._prefix!r}, {mode}, {self._written} records, {state})"
+
+
+def _remove_temporary_files(shards: list[_Shard]) -> list[tuple[str, OSError]]:
+    """Close and remove every shard's temporary files, going on past failures; the files not removed."""
+    failed = []
+    for shard in shards:
+        # The records are thrown away: nothing is flushed, so a full disk cannot stop the clean-up.
+        with contextlib.suppress(Exception):
+            shard.file.close()
+        for path in filter(None, (shard.pending, shard.pending_index)):
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                failed.append((path, exc))
+    return failed
 
 
 def _full_suffix(suffix: str, codec: str | None) -> str:
