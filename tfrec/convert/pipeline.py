@@ -3,8 +3,8 @@
 :func:`write_samples` writes a :class:`~tfrec.convert.Samples` stream as TFRecord shards (or one
 file) and the dataset's ``features.json`` beside them. It streams: samples are serialized and
 written in chunks of at most 1024 records and 16 MiB, so memory stays flat whatever the input
-size. Nothing is left under the output names when anything fails: shards are written under hidden temporary names and
-published together at the end, whole or visibly incomplete (:func:`tfrec.data.write_dataset`: an
+size. Nothing is left under the output names when anything fails: shards are written under
+hidden temporary names and published together at the end, whole or visibly incomplete (:func:`tfrec.data.write_dataset`: an
 earlier set of the same name goes first, then the shards in index order, so readers refuse a set
 cut short); ``features.json`` is written last, and if that fails the shards are removed again in
 index order.
