@@ -4,10 +4,10 @@
 file) and the dataset's ``features.json`` beside them. It streams: samples are serialized and
 written in chunks of at most 1024 records and 16 MiB, so memory stays flat whatever the input
 size. Nothing is left under the output names when anything fails: shards are written under
-hidden temporary names and published together at the end, whole or visibly incomplete (:func:`tfrec.data.write_dataset`: an
-earlier set of the same name goes first, then the shards in index order, so readers refuse a set
-cut short); ``features.json`` is written last, and if that fails the shards are removed again in
-index order.
+hidden temporary names and published together at the end, whole or visibly incomplete
+(:func:`tfrec.data.write_dataset`: an earlier set of the same name goes first, then the shards
+in index order, so readers refuse a set cut short); ``features.json`` is written last, and if
+that fails the shards are removed again in index order.
 
 Example:
     >>> summary = write_samples(read_csv("iris.csv"), "out/iris", num_shards=2)
