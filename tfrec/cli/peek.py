@@ -33,7 +33,7 @@ from ..record.crc import mask
 from ..record.frame import FRAMING, data_error
 from .reading import Damage, Place, walk
 
-__all__ = ["SHOWN_BYTES", "SHOWN_VALUES", "WHOLE_BYTES", "head_rows"]
+__all__ = ["SHOWN_BYTES", "SHOWN_VALUES", "WHOLE_BYTES", "first_is_example", "head_rows"]
 
 WHOLE_BYTES = 1 << 20  # records up to this size are shown whole
 SHOWN_BYTES = 1024  # of a longer bytes value, the first bytes shown
@@ -376,3 +376,20 @@ def head_rows(
                 shown += 1
                 if limit is not None and shown >= limit:
                     return  # before the next record is read: it may be large
+
+
+def first_is_example(path: str) -> bool:
+    """Whether the first intact record of ``path`` is an Example or SequenceExample (``True`` for a
+    file without one); a large first record is walked on the wire, never held."""
+    with contextlib.closing(_frames(path, [])) as frames:
+        try:
+            first = next(frames, None)
+        except DecodeError:
+            return False
+    if first is None or isinstance(first[2], dict):
+        return True
+    try:
+        record_to_json(first[2])
+    except DecodeError:
+        return False
+    return True
