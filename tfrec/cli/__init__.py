@@ -37,12 +37,13 @@ exit status: 0 ok, 1 data error (damage, bad input), 2 usage error.
 _EXAMPLES = {
     "convert": """\
   tfrec convert examples/digits.tar.gz out/digits --num-shards 4 --types cls=int64,png=image
-  tfrec convert examples/digits.tar.gz out/train --keep png,cls --rename png=image,cls=label
-  tfrec convert examples/iris.csv out/iris.tfrecord --types species=text --defaults petal_width=0
-  tfrec convert examples/iris.csv out/iris/       # out/iris/iris-00000-of-00001.tfrecord, features.json
-  cat examples/iris.csv | tfrec convert --from csv - out/iris_stdin
+  tfrec convert examples/digits.tar.gz out/train/ --keep png,cls --rename png=image,cls=label
+  tfrec convert examples/iris.csv out/iris/iris.tfrecord --types species=text --defaults petal_width=0
+  tfrec convert examples/iris.csv out/iris2/      # out/iris2/iris-00000-of-00001.tfrecord, features.json
+  cat examples/iris.csv | tfrec convert --from csv - out/stdin/
   tfrec convert out/digits-00000-of-00004.tfrecord digits.jsonl   # or .parquet (tfrec[parquet])
-  tfrec convert digits.jsonl out/from_jsonl --compression gzip""",
+  tfrec convert out/iris/iris.tfrecord iris.jsonl
+  tfrec convert iris.jsonl out/from_jsonl/ --compression gzip""",
     "inspect": "tfrec inspect out/digits-*.tfrecord\n"
     "  tfrec inspect --sample 100 --json proposed.json out/digits-00000-of-00004.tfrecord",
     "head": "tfrec head -n 3 out/digits-00000-of-00004.tfrecord\n"

@@ -252,7 +252,7 @@ def _from_tfrecord(source: str, out: str, args: argparse.Namespace) -> int:
                 _atomic(out, lambda temp: _jsonl_file(rows, temp, features))
         elif lower.endswith(PARQUET_OUT):
             # Sampled (INFER_SAMPLE records) file after file: the first may lack keys that later files hold.
-            features = load_features(args.features) if args.features else infer_features(paths)
+            features = _dataset_features(args.features, paths)
             _atomic(out, lambda temp: records_to_parquet(rows, temp, features))
         else:  # TFRecord -> TFRecord: re-shard and (re)compress, records as they are
             limit: dict[str, Any] = (
@@ -276,6 +276,17 @@ def _from_tfrecord(source: str, out: str, args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _dataset_features(given: str | None, paths: list[str]) -> Any:
+    """--features, else the features.json beside the input (tfds' layout: it knows Text from
+    bytes), else features inferred from the records."""
+    if given:
+        return load_features(given)
+    beside = os.path.join(os.path.dirname(os.path.abspath(paths[0])), FEATURES_FILE) if paths else ""
+    if beside and os.path.exists(beside):
+        return load_features(beside)
+    return infer_features(paths)
 
 
 def rows_bytes(rows: Any) -> Any:
