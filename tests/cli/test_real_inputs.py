@@ -297,7 +297,8 @@ def test_inspect_reads_image_channels_from_headers_without_pillow(tmp_path: Path
     script = (
         "import sys; sys.modules['PIL'] = None\n"
         "from tfrec.cli import main\n"
-        f"assert main(['convert', {str(tmp_path / 'digits.tar')!r}, {str(tmp_path / 'out' / 'd')!r}, '-q']) == 0\n"
+        f"src, out = {str(tmp_path / 'digits.tar')!r}, {str(tmp_path / 'out' / 'd')!r}\n"
+        "assert main(['convert', src, out, '-q']) == 0\n"
         f"sys.exit(main(['inspect', {str(tmp_path / 'out' / 'd-00000-of-00001.tfrecord')!r}]))\n"
     )
     result = subprocess.run(
@@ -339,7 +340,7 @@ def test_inspect_sample_decodes_a_sample_and_counts_the_rest(tmp_path: Path, cap
 
 def test_a_directory_out_holds_the_shards_and_features_json(tmp_path: Path, capsys: Any) -> None:
     _frame("wine").to_csv(tmp_path / "wine.csv", index=False)
-    code, out, err = _run(capsys, "convert", str(tmp_path / "wine.csv"), str(tmp_path / "d") + "/")
+    code, _, err = _run(capsys, "convert", str(tmp_path / "wine.csv"), str(tmp_path / "d") + "/")
     assert code == 0, err
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [
         "features.json",

@@ -45,11 +45,17 @@ def _report_damage(damage: list[Damage], out: IO[str]) -> None:
 def _sequence_proposal(records: list[bytes]) -> dict[str, Any]:
     """Features for SequenceExamples: the context as Examples propose it, each feature list as a
     ``Sequence`` of what its steps propose."""
-    contexts, steps = [], []
+    contexts: list[bytes] = []
+    steps: list[bytes] = []
     for record in records:
         context, lists = decode_sequence_example(record)
         contexts.append(encode_example({k: v for k, v in context.items() if v is not None}))
-        steps.extend(encode_example({key: step}) for key, values in lists.items() for step in values)
+        steps.extend(
+            encode_example({key: step})
+            for key, values in lists.items()
+            for step in values
+            if step is not None
+        )
     proposal: dict[str, Any] = dict(infer_features(contexts, sample=None).features)
     for key, feature in infer_features(steps, sample=None).features.items():
         proposal[key] = Sequence(feature)

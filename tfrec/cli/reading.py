@@ -17,7 +17,7 @@ import contextlib
 import os
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +84,7 @@ def walk(
     verify: bool = True,
     start_offset: int = 0,
     start_index: int = 0,
-) -> Iterator[Place]:
+) -> Generator[Place, None, None]:
     """Every intact record of ``path`` (from the record at ``start_offset``, numbered
     ``start_index``); damaged ones are appended to ``damage`` and skipped."""
     name = os.fspath(path)
