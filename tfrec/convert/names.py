@@ -26,12 +26,22 @@ __all__ = ["check_names", "clean_name", "nest"]
 
 
 def clean_name(name: str) -> str:
-    """``name`` without a byte order mark and surrounding spaces."""
+    """``name`` without a byte order mark and surrounding spaces.
+
+    Example:
+        >>> clean_name("\\ufeffid ")
+        'id'
+    """
     return name.lstrip("\ufeff").strip()
 
 
 def check_names(names: Sequence[str], *, path: str | None = None, where: str | None = None) -> bool:
-    """Check ``names`` against the rule above; returns whether any nests (holds a ``/``)."""
+    """Check ``names`` against the rule above; returns whether any nests (holds a ``/``).
+
+    Example:
+        >>> check_names(["alcohol", "od280/od315"])
+        True
+    """
     seen: set[str] = set()
     for number, name in enumerate(names, 1):
         if not name or any(not part for part in name.split("/")):
@@ -63,7 +73,12 @@ def check_names(names: Sequence[str], *, path: str | None = None, where: str | N
 
 
 def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"a/b": 1}`` -> ``{"a": {"b": 1}}`` (names checked by :func:`check_names`)."""
+    """``{"a/b": 1}`` -> ``{"a": {"b": 1}}`` (names checked by :func:`check_names`).
+
+    Example:
+        >>> nest({"a/b": 1, "c": 2})
+        {'a': {'b': 1}, 'c': 2}
+    """
     out: dict[str, Any] = {}
     for name, value in flat.items():
         node = out
