@@ -48,7 +48,7 @@ def test_parquet_columns_are_the_stored_keys_with_their_arrow_types() -> None:
         "many/shape": "fixed_size_list<item: int64>[2]",
         "many/value": "binary",
         "img": "binary",
-        "words": "list<item: binary>",
+        "words": "list<item: string>",  # Sequence(Text()): text, as Text is (was binary)
         "meta/lang": "string",
         "meta/deep/b": "fixed_size_list<item: binary>[3]",
     }

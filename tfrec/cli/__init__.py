@@ -18,12 +18,15 @@ from collections.abc import Sequence
 from ..errors import InvalidArgumentError, OptionalDependencyError, TfrecError
 from . import convert_command, look
 from .progress import want_progress
+from .survey import DEFAULT_SAMPLE
 
 __all__ = ["build_parser", "main"]
 
+# Every example below runs as shown from the root of a source checkout (tests/cli run them all, in
+# this order: the main examples, then each command's).
 _EPILOG = """\
 examples:
-  tfrec convert examples/digits.tar out/digits --num-shards 4
+  tfrec convert examples/digits.tar.gz out/digits --num-shards 4
   tfrec inspect out/digits-*.tfrecord
   tfrec verify out/digits-*.tfrecord
   tfrec head -n 2 out/digits-00000-of-00004.tfrecord
@@ -32,22 +35,25 @@ exit status: 0 ok, 1 data error (damage, bad input), 2 usage error.
 """
 
 _EXAMPLES = {
-    "inspect": "tfrec inspect out/digits-*.tfrecord\n  tfrec inspect --json features.json data.tfrecord.gz",
-    "head": "tfrec head -n 3 data.tfrecord\n  tfrec head --features out/features.json out/digits-00000-of-00004.tfrecord",  # noqa: E501
-    "cat": "tfrec cat data.tfrecord > data.jsonl\n  tfrec cat 'shards/train-*.tfrecord' | wc -l",
-    "count": "tfrec count 'out/digits-*.tfrecord'",
-    "verify": "tfrec verify out/digits-*.tfrecord\n  tfrec verify --json damaged.tfrecord",
-    "index": "tfrec index out/digits-*.tfrecord   # writes out/digits-00000-of-00004.tfrecord.idx, ...",
-    "salvage": "tfrec salvage damaged.tfrecord rescued.tfrecord",
     "convert": """\
-  tfrec convert examples/digits.tar out/digits --num-shards 4 --types cls=int64,png=image
-  tfrec convert examples/iris.csv out/iris.tfrecord --types species=text --defaults petal_width=0
-  tfrec convert data.jsonl out/data --compression gzip
-  tfrec convert data_batch_1.bin out/cifar --layout label:uint8,image:uint8:3x32x32:hwc
-  tfrec convert flowers/ out/flowers --num-shards 8          # root/class_name/*.jpg
-  tfrec convert shards/train.tar out/train --keep png,cls --rename png=image,cls=label --map mymod:fix
-  tfrec convert data.tfrecord data.jsonl                      # or data.parquet (pip install 'tfrec[parquet]')
-  cat data.csv | tfrec convert --from csv - out/data""",
+  tfrec convert examples/digits.tar.gz out/digits --num-shards 4 --types cls=int64,png=image
+  tfrec convert examples/digits.tar.gz out/train/ --keep png,cls --rename png=image,cls=label
+  tfrec convert examples/iris.csv out/iris/iris.tfrecord --types species=text --defaults petal_width=0
+  tfrec convert examples/iris.csv out/iris2/      # out/iris2/iris-00000-of-00001.tfrecord, features.json
+  cat examples/iris.csv | tfrec convert --from csv - out/stdin/
+  tfrec convert out/digits-00000-of-00004.tfrecord digits.jsonl   # or .parquet (tfrec[parquet])
+  tfrec convert out/iris/iris.tfrecord iris.jsonl
+  tfrec convert iris.jsonl out/from_jsonl/ --compression gzip""",
+    "inspect": "tfrec inspect out/digits-*.tfrecord\n"
+    "  tfrec inspect --sample 100 --json proposed.json out/digits-00000-of-00004.tfrecord",
+    "head": "tfrec head -n 3 out/digits-00000-of-00004.tfrecord\n"
+    "  tfrec head --features out/features.json out/digits-00000-of-00004.tfrecord",
+    "cat": "tfrec cat out/digits-00000-of-00004.tfrecord > digits-0.jsonl\n"
+    "  tfrec cat 'out/digits-*.tfrecord' | wc -l",
+    "count": "tfrec count 'out/digits-*.tfrecord'",
+    "verify": "tfrec verify out/digits-*.tfrecord\n  tfrec verify --json out/digits-00000-of-00004.tfrecord",
+    "index": "tfrec index out/digits-*.tfrecord   # writes out/digits-00000-of-00004.tfrecord.idx, ...",
+    "salvage": "tfrec salvage out/digits-00001-of-00004.tfrecord rescued.tfrecord",
 }
 
 
@@ -75,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"tfrec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     paths = {
@@ -96,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the proposed features.json (to FILE, or stdout)",
     )
+    p.add_argument(
+        "--sample",
+        metavar="N",
+        help=f"decode the first N records (default {DEFAULT_SAMPLE}; all), count the rest from headers",
+    )
+    p.add_argument("--raw", action="store_true", help="the records are not Examples: count and measure them")
     p.set_defaults(run=look.inspect)
 
     for name, text in (
@@ -111,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--sequence", action="store_true", help="with --features: the records are SequenceExamples"
         )
+        p.add_argument(
+            "--raw",
+            action="store_true",
+            help="show records as they are (text, else base64), not as Examples; the default for a "
+            "file whose first record is not an Example",
+        )
         p.set_defaults(run=look.head)
 
     p = _command(sub, "count", "count the records (every CRC checked)")
@@ -120,6 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(sub, "verify", "check every CRC and that every record parses; exit 1 when anything is wrong")
     p.add_argument("paths", **paths)  # type: ignore[arg-type]
     p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="the records are not Examples: check framing and CRCs only (the default for a file "
+        "whose first record is not an Example)",
+    )
     p.set_defaults(run=look.verify)
 
     p = _command(sub, "index", "write PATH.idx (DALI's tfrecord2idx format) for uncompressed files")
@@ -137,15 +164,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(
         sub,
         "convert",
-        "convert tar/webdataset, CSV, JSON Lines, fixed-length binary or image folders to "
+        "convert tar/webdataset, CSV, JSON Lines, Parquet, fixed-length binary or image folders to "
         "TFRecord shards; TFRecord to JSON Lines or Parquet",
     )
     p.add_argument("src", metavar="SRC", help="input file or directory ('-': stdin, with --from)")
     p.add_argument(
         "out",
         metavar="OUT",
-        help="shard prefix (out/train), one file (out/train.tfrecord), "
-        "or .jsonl/.parquet/'-' for TFRecord input",
+        help="shard prefix (out/train), one file (out/train.tfrecord), a directory (out/ : shards "
+        "named from SRC, and features.json, inside), or .jsonl/.parquet/'-' for TFRecord input",
     )
     p.add_argument(
         "--from",
@@ -175,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--map", action="append", metavar="MODULE:FUNCTION", help="call FUNCTION(sample) -> sample or None"
     )
     group.add_argument("--key-as", metavar="NAME", help="also store each sample's __key__ as text under NAME")
+    p.add_argument(
+        "--encoding", default="utf-8", metavar="E", help="text encoding of CSV and JSON Lines (default utf-8)"
+    )
     group = p.add_argument_group("CSV")
     group.add_argument("--defaults", metavar="COL=V,...", help="values for empty cells")
     group.add_argument("--no-header", action="store_true", help="the first row is data")

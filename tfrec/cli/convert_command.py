@@ -1,4 +1,10 @@
-"""``tfrec convert SRC OUT``: data -> TFRecord shards; TFRecord -> JSON Lines or Parquet (cli layer)."""
+"""``tfrec convert SRC OUT``: data -> TFRecord shards; TFRecord -> JSON Lines or Parquet (cli layer).
+
+OUT: a shard prefix (``out/train``), one file (``out/train.tfrecord``), or a directory (an existing
+one, or a name ending in ``/``) that then holds the shards, named from SRC, and features.json. From
+TFRecord input, ``.jsonl``/``.ndjson``/``.json`` and ``.parquet``/``.pq`` write those formats; an
+OUT named like another format (``.csv``, ``.tar``, ...) is a usage error, never a TFRecord under it.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +12,13 @@ import argparse
 import contextlib
 import itertools
 import os
+import re
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 from ..convert import (
+    FEATURES_FILE,
     Samples,
     Transform,
     drop_empty,
@@ -22,12 +30,14 @@ from ..convert import (
     read_fixed_records,
     read_image_folder,
     read_jsonl,
+    read_parquet,
     read_webdataset,
     records_to_jsonl,
     records_to_parquet,
     rename,
     write_samples,
 )
+from ..convert.transforms import KEY
 from ..convert.types import parse_pairs
 from ..data import infer_features, write_dataset
 from ..data.writing.names import TFRECORD_SUFFIXES
@@ -36,7 +46,7 @@ from .reading import Damage, Place, walk
 
 __all__ = ["FORMATS", "convert", "detect_format"]
 
-FORMATS = ("tar", "csv", "jsonl", "binary", "images", "tfrecord")
+FORMATS = ("tar", "csv", "jsonl", "parquet", "binary", "images", "tfrecord")
 _SUFFIXES = {
     ".tar": "tar",
     ".tar.gz": "tar",
@@ -45,6 +55,8 @@ _SUFFIXES = {
     ".tsv": "csv",
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
     ".bin": "binary",
     **dict.fromkeys((*TFRECORD_SUFFIXES, ".tfrecords"), "tfrecord"),
 }
@@ -70,8 +82,73 @@ def detect_format(source: str, args: argparse.Namespace) -> str:
     )
 
 
-def _transforms(args: argparse.Namespace) -> list[Transform]:
-    chain: list[Transform] = []
+# OUT suffixes: JSON Lines and Parquet are written from TFRecord input; these name other formats, which
+# tfrec convert does not write: refused (exit 2) rather than a TFRecord file under another format's name.
+JSONL_OUT = (".jsonl", ".ndjson", ".json")
+PARQUET_OUT = (".parquet", ".pq")
+_NOT_WRITTEN = (
+    ".csv", ".tsv", ".txt", ".tar", ".tgz", ".tar.gz", ".zip", ".bin", ".npy", ".npz", ".arrow",
+    ".feather", ".h5", ".hdf5", ".avro", ".xlsx", ".pkl",
+)  # fmt: skip
+_SHARD = re.compile(r"-\d{5}-of-\d{5}$")
+
+
+def output_prefix(out: str, source: str) -> str:
+    """OUT as written: an OUT ending in ``/`` or naming a directory holds shards named from SRC
+    (``d/`` + ``data.csv`` -> ``d/data``), and so the features.json written beside them."""
+    if out == "-" or not (out.endswith(("/", os.sep)) or os.path.isdir(out)):
+        return out
+    name = "" if source == "-" else os.path.basename(source.rstrip("/" + os.sep))
+    name = re.split(r"[*?\[{]", name)[0]
+    for suffix in sorted((*_SUFFIXES, *PARQUET_OUT, *JSONL_OUT, ".gz", ".zz"), key=len, reverse=True):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    name = _SHARD.sub("", name).rstrip("-_.")
+    return os.path.join(out, name or "data")
+
+
+def _check_output(out: str, kind: str) -> None:
+    lower = out.lower()
+    if lower.endswith(_NOT_WRITTEN):
+        raise InvalidArgumentError(
+            f"convert: OUT {out!r} names a format tfrec convert does not write; write TFRecord "
+            "shards (a prefix like out/train, or out/train.tfrecord), or from TFRecord input "
+            "JSON Lines (.jsonl) or Parquet (.parquet)"
+        )
+    if kind != "tfrecord" and (out == "-" or lower.endswith(JSONL_OUT + PARQUET_OUT)):
+        raise InvalidArgumentError(
+            f"convert: {kind} sources are written as TFRecord shards; OUT is a shard prefix like out/train"
+        )
+
+
+class _SeenKeys:
+    """A transform that notes every key the samples had before the selections and renames."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+
+    def __call__(self, sample: dict[str, Any]) -> dict[str, Any]:
+        self.keys.update(sample)
+        return sample
+
+
+def _all_named(samples: Iterator[dict[str, Any]], seen: _SeenKeys, args: argparse.Namespace) -> Any:
+    """The samples; at their end, a usage error if --keep or --rename named a key no sample had
+    (raised inside the write, which then leaves nothing behind)."""
+    yield from samples
+    named = {f"--keep {name}": name for name in _split(args.keep)}
+    named.update({f"--rename {old}": old for old in parse_pairs(args.rename, "rename")})
+    unknown = [option for option, name in named.items() if name not in seen.keys]
+    if unknown:
+        raise InvalidArgumentError(
+            f"convert: {', '.join(unknown)}: no sample has such a key "
+            f"(keys found: {', '.join(sorted(seen.keys - {KEY})) or 'none'})"
+        )
+
+
+def _transforms(args: argparse.Namespace, seen: _SeenKeys) -> list[Transform]:
+    chain: list[Transform] = [seen] if args.keep or args.rename else []
     selections = {
         "names": _split(args.keep),
         "prefixes": _split(args.keep_prefix),
@@ -94,7 +171,8 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 def _samples(kind: str, source: str, args: argparse.Namespace) -> Samples:
-    transforms = _transforms(args)
+    seen = _SeenKeys()
+    transforms = _transforms(args, seen)
     if transforms and kind != "tar":
         raise InvalidArgumentError(
             "convert: --keep*, --rename, --drop-empty and --map apply to tar and directory sources"
@@ -102,9 +180,12 @@ def _samples(kind: str, source: str, args: argparse.Namespace) -> Samples:
     features = load_features(args.features) if args.features else None
     stream = sys.stdin.buffer if source == "-" else source
     if kind == "tar":
-        return read_webdataset(
+        found = read_webdataset(
             stream, types=args.types, transforms=transforms, features=features, key_name=args.key_as
         )
+        if args.keep or args.rename:
+            found.samples = _all_named(found.samples, seen, args)
+        return found
     if kind == "csv":
         delimiter = args.delimiter or ("\t" if source.lower().endswith(".tsv") else ",")
         columns = _split([args.columns]) if args.columns else None
@@ -115,9 +196,14 @@ def _samples(kind: str, source: str, args: argparse.Namespace) -> Samples:
             header=not args.no_header,
             columns=columns,
             delimiter=delimiter,
+            encoding=args.encoding,
         )
     elif kind == "jsonl":
-        samples = read_jsonl(source)
+        samples = read_jsonl(source, encoding=args.encoding)
+    elif kind == "parquet":
+        if source == "-":
+            raise InvalidArgumentError("convert: Parquet is read from a file, not stdin")
+        samples = read_parquet(source)
     elif kind == "binary":
         if not args.layout:
             raise InvalidArgumentError(
@@ -158,15 +244,15 @@ def _from_tfrecord(source: str, out: str, args: argparse.Namespace) -> int:
     rows = _intact(itertools.chain.from_iterable(walk(p, damage) for p in paths), damage)
     lower = out.lower()
     try:
-        if out == "-" or lower.endswith((".jsonl", ".ndjson", ".json")):
+        if out == "-" or lower.endswith(JSONL_OUT):
             features = load_features(args.features) if args.features else None
             if out == "-":
                 records_to_jsonl(rows, sys.stdout, features=features)
             else:
                 _atomic(out, lambda temp: _jsonl_file(rows, temp, features))
-        elif lower.endswith((".parquet", ".pq")):
+        elif lower.endswith(PARQUET_OUT):
             # Sampled (INFER_SAMPLE records) file after file: the first may lack keys that later files hold.
-            features = load_features(args.features) if args.features else infer_features(paths)
+            features = _dataset_features(args.features, paths)
             _atomic(out, lambda temp: records_to_parquet(rows, temp, features))
         else:  # TFRecord -> TFRecord: re-shard and (re)compress, records as they are
             limit: dict[str, Any] = (
@@ -190,6 +276,17 @@ def _from_tfrecord(source: str, out: str, args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _dataset_features(given: str | None, paths: list[str]) -> Any:
+    """--features, else the features.json beside the input (tfds' layout: it knows Text from
+    bytes), else features inferred from the records."""
+    if given:
+        return load_features(given)
+    beside = os.path.join(os.path.dirname(os.path.abspath(paths[0])), FEATURES_FILE) if paths else ""
+    if beside and os.path.exists(beside):
+        return load_features(beside)
+    return infer_features(paths)
 
 
 def rows_bytes(rows: Any) -> Any:
@@ -223,13 +320,14 @@ def convert(args: argparse.Namespace) -> int:
         raise MissingFileError(f"{source}: no such file or directory", path=source)
     if args.num_shards is not None and args.max_records is not None:
         raise InvalidArgumentError("convert: give --num-shards or --max-records, not both")
+    for option, value in (("--num-shards", args.num_shards), ("--max-records", args.max_records)):
+        if value is not None and value < 1:
+            raise InvalidArgumentError(f"convert: {option} must be 1 or more, not {value}")
     kind = detect_format(source, args)
+    out = output_prefix(out, source)
+    _check_output(out, kind)
     if kind == "tfrecord":
         return _from_tfrecord(source, out, args)
-    if out == "-" or out.lower().endswith((".jsonl", ".parquet")):
-        raise InvalidArgumentError(
-            f"convert: {kind} sources are written as TFRecord shards; OUT is a shard prefix like out/train"
-        )
     samples = _samples(kind, source, args)
     summary = write_samples(
         samples,
@@ -247,4 +345,6 @@ def convert(args: argparse.Namespace) -> int:
             f"{summary.records} records in {len(summary.shards)} file(s)",
             file=sys.stderr,
         )
+        if not args.no_features_json:
+            print(f"features: {os.path.join(os.path.dirname(out) or '.', FEATURES_FILE)}", file=sys.stderr)
     return 0

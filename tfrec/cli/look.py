@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import itertools
 import json
@@ -10,18 +11,21 @@ import os
 import sys
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..convert import jsonable, load_features, records_to_jsonl
+import numpy as np
+
+from ..convert import jsonable, load_features, record_to_json
+from ..convert.types import image_channels
 from ..data import build_index, expand_paths, infer_features
-from ..errors import DecodeError, InvalidArgumentError, SchemaError
-from ..example import decode_sequence_example
-from ..features import INFER_SAMPLE, FeaturesDict, describe_features
+from ..errors import DecodeError, EncodeError, InvalidArgumentError, SchemaError
+from ..example import decode_example, decode_sequence_example, encode_example
+from ..features import FeaturesDict, Image, Sequence, describe_features
 from ..record import RecordWriter, resolve_compression
-from .peek import head_rows
+from .peek import SHOWN_BYTES, WHOLE_BYTES, head_rows
 from .progress import progress_bar
 from .reading import Damage, Place, walk
+from .survey import DEFAULT_SAMPLE, Survey, raw_file, survey
 
 __all__ = ["count", "head", "index", "inspect", "salvage", "verify"]
 
@@ -38,86 +42,55 @@ def _report_damage(damage: list[Damage], out: IO[str]) -> None:
 # -- inspect ---------------------------------------------------------------------------------------
 
 
-@dataclass
-class KeyStats:
-    """What the records held under one key."""
-
-    kind: str = ""
-    present: int = 0
-    shortest: int | None = None
-    longest: int = 0
-    sequence: bool = False  # a SequenceExample feature list (lengths count steps)
-
-    def see(self, kind: str, length: int) -> None:
-        """One more record holds ``length`` values of ``kind`` under this key."""
-        if kind and self.kind and kind != self.kind:
-            self.kind = "mixed"
-        elif kind:
-            self.kind = kind
-        self.present += 1
-        self.shortest = length if self.shortest is None else min(self.shortest, length)
-        self.longest = max(self.longest, length)
-
-
-@dataclass
-class FileStats:
-    """One file's records, bytes and compression."""
-
-    path: str
-    compression: str
-    bytes: int
-    records: int = 0
-    damaged: int = 0
+def _sequence_proposal(records: list[bytes]) -> dict[str, Any]:
+    """Features for SequenceExamples: the context as Examples propose it, each feature list as a
+    ``Sequence`` of what its steps propose."""
+    contexts: list[bytes] = []
+    steps: list[bytes] = []
+    for record in records:
+        context, lists = decode_sequence_example(record)
+        contexts.append(encode_example({k: v for k, v in context.items() if v is not None}))
+        steps.extend(
+            encode_example({key: step})
+            for key, values in lists.items()
+            for step in values
+            if step is not None
+        )
+    proposal: dict[str, Any] = dict(infer_features(contexts, sample=None).features)
+    for key, feature in infer_features(steps, sample=None).features.items():
+        proposal[key] = Sequence(feature)
+    return proposal
 
 
-@dataclass
-class Survey:
-    """Everything inspect found."""
-
-    files: list[FileStats] = field(default_factory=list)
-    keys: dict[str, KeyStats] = field(default_factory=dict)
-    records: int = 0
-    sample: list[bytes] = field(default_factory=list)
-    damage: list[Damage] = field(default_factory=list)
-
-
-def _kind(value: Any) -> tuple[str, int]:
-    if value is None:
-        return "", 0
-    if isinstance(value, list):
-        return "bytes", len(value)
-    return ("int64" if value.dtype.kind == "i" else "float32"), len(value)
+def _channels_from_headers(features: FeaturesDict, records: list[bytes], prefix: str = "") -> None:
+    """Image channels read from the PNG/JPEG headers, as ``tfrec convert`` reads them: without
+    Pillow the proposal says 3 for every image, and a grey PNG has 1."""
+    for name, child in features.features.items():
+        key = f"{prefix}{name}"
+        if isinstance(child, FeaturesDict):
+            _channels_from_headers(child, records, key + "/")
+        elif isinstance(child, Image) and child.shape[2] == 3 and np.dtype(child.dtype) == np.uint8:
+            for record in records:
+                values = decode_example(record).get(key)
+                if values:
+                    channels = image_channels(bytes(values[0]))
+                    if channels in (1, 4):
+                        features.features[name] = Image(shape=(None, None, channels), doc=child.doc)
+                    break
 
 
-def survey(paths: list[str], progress: bool | None) -> Survey:
-    """Walk every record of ``paths`` once, gathering per-file and per-key statistics."""
-    found = Survey()
-    bar = progress_bar(progress, "inspecting")
+def _propose(found: Survey) -> tuple[FeaturesDict | None, str | None]:
+    """The proposed features of what inspect found, or why there are none."""
     try:
-        for path in paths:
-            stats = FileStats(path, resolve_compression("auto", path) or "none", os.path.getsize(path))
-            before = len(found.damage)
-            for place in walk(path, found.damage):
-                try:
-                    context, lists = decode_sequence_example(place.record)
-                except DecodeError as exc:
-                    found.damage.append(Damage(path, place.index, place.offset, f"not an Example: {exc}"))
-                    continue
-                stats.records += 1
-                for key, value in context.items():
-                    found.keys.setdefault(key, KeyStats()).see(*_kind(value))
-                for key, steps in lists.items():
-                    entry = found.keys.setdefault(key, KeyStats(sequence=True))
-                    entry.see(_kind(steps[0])[0] if steps else "", len(steps))
-                if len(found.sample) < INFER_SAMPLE and not lists:
-                    found.sample.append(place.record)
-                bar.update(1)
-            stats.damaged = len(found.damage) - before
-            found.records += stats.records
-            found.files.append(stats)
-    finally:
-        bar.close()
-    return found
+        if found.sequences:
+            return FeaturesDict(_sequence_proposal(found.sequences)), None
+        if found.sample:
+            features = infer_features(found.sample, sample=None)
+            _channels_from_headers(features, found.sample)
+            return features, None
+    except (DecodeError, EncodeError, SchemaError) as exc:
+        return None, str(exc)
+    return None, None
 
 
 def _size(count: int) -> str:
@@ -137,14 +110,9 @@ def _table(rows: list[list[str]], out: IO[str]) -> None:
 def inspect(args: argparse.Namespace) -> int:
     """``tfrec inspect PATH...``."""
     paths = _files(args.paths)
-    found = survey(paths, args.progress)
-    features: FeaturesDict | None = None
-    proposal_error = None
-    if found.sample:
-        try:
-            features = infer_features(found.sample, sample=None)
-        except (DecodeError, SchemaError) as exc:
-            proposal_error = str(exc)
+    sample = _sample_option(args.sample)
+    found = survey(paths, args.progress, sample=sample, raw=args.raw)
+    features, proposal_error = _propose(found)
     if args.json is not None:
         if features is None:
             print(
@@ -163,19 +131,37 @@ def inspect(args: argparse.Namespace) -> int:
     rows = [["file", "records", "bytes", "compression"]]
     for stats in found.files:
         damaged = f" ({stats.damaged} damaged)" if stats.damaged else ""
-        rows.append([stats.path, f"{stats.records}{damaged}", _size(stats.bytes), stats.compression])
+        raw = " raw" if stats.raw else ""
+        rows.append([stats.path, f"{stats.records}{raw}{damaged}", _size(stats.bytes), stats.compression])
     if len(found.files) > 1:
         rows.append(["total", str(found.records), _size(sum(s.bytes for s in found.files)), ""])
     _table(rows, out)
     print(file=out)
+    if found.limited:
+        print(
+            f"records decoded: the first {found.decoded + found.raw} of {found.records} (--sample N, "
+            "--sample all); the others counted from their headers, data CRCs unchecked (tfrec verify)\n",
+            file=out,
+        )
+    if found.raw:
+        shortest, longest = found.raw_sizes
+        sizes = f"{shortest}" if shortest == longest else f"{shortest}..{longest}"
+        print(
+            f"raw records (not tf.train.Example): {found.raw} looked at, {sizes} bytes each; "
+            "tfrec head shows them (text, else base64)",
+            file=out,
+        )
+        if not found.keys:
+            return 1 if found.damage else 0
+        print(file=out)
     rows = [["key", "dtype", "values per record", "missing", "proposed feature"]]
     for key in sorted(found.keys):
         seen = found.keys[key]
         lengths = str(seen.longest) if seen.shortest == seen.longest else f"{seen.shortest}..{seen.longest}"
         if seen.sequence:
             lengths += " steps"
-        missing = found.records - seen.present
-        share = f"{missing} ({100 * missing / found.records:.0f}%)" if missing else "0"
+        missing = found.decoded - seen.present
+        share = f"{missing} ({100 * missing / found.decoded:.0f}%)" if missing else "0"
         proposed = _proposed(features, key)
         rows.append(
             [
@@ -187,6 +173,9 @@ def inspect(args: argparse.Namespace) -> int:
             ]
         )
     _table(rows, out)
+    proposed_from = len(found.sample) + len(found.sequences)
+    if features is not None and found.records - found.raw > proposed_from:
+        print(f"\nproposed features: inferred from the first {proposed_from} records", file=out)
     if proposal_error:
         print(f"\nno features proposed: {proposal_error}", file=out)
     if found.damage:
@@ -196,14 +185,34 @@ def inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sample_option(value: str | None) -> int | None:
+    if value is None:
+        return DEFAULT_SAMPLE
+    if value == "all":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise InvalidArgumentError(f"inspect: --sample takes a count of 1 or more, or 'all'; not {value!r}")
+    return number
+
+
 def _proposed(features: FeaturesDict | None, key: str) -> str:
+    """The proposal for a stored key: its feature, or the feature it is part of (``k`` holds
+    ``k/ragged_flat_values``)."""
     node: Any = features
     for part in key.split("/"):
-        children = node.children() if node is not None else {}
+        while isinstance(node, Sequence) and isinstance(node.feature, FeaturesDict):
+            node = node.feature
+        children = (node.children() if node is not None else None) or {}
         if part not in children:
-            return ""
+            break
         node = children[part]
-    return describe_features(node).strip().split("\n")[0] if node is not None else ""
+    if node is None or node is features:
+        return ""
+    return describe_features(node).strip().split("\n")[0]
 
 
 # -- head / cat ------------------------------------------------------------------------------------
@@ -215,27 +224,58 @@ def _records(paths: list[str], damage: list[Damage], limit: int | None) -> Itera
         yield place.path, place.index, place.record
 
 
+def _raw_rows(path: str, damage: list[Damage], limit: int | None, whole: bool) -> Iterator[Any]:
+    """Raw records as JSON values: text when UTF-8, else ``{"b64": ...}``; cut short unless whole."""
+    with contextlib.closing(walk(path, damage)) as places:
+        for place in itertools.islice(places, limit):
+            record = place.record
+            if whole or len(record) <= WHOLE_BYTES:
+                yield jsonable(record)
+            else:
+                yield {"truncated": jsonable(record[:SHOWN_BYTES]), "bytes": len(record)}
+
+
 def head(args: argparse.Namespace) -> int:
-    """``tfrec head|cat PATH... [-n N] [--features F]``."""
+    """``tfrec head|cat PATH... [-n N] [--features F] [--raw]``.
+
+    A file whose first record is not an Example (or every file, with ``--raw``) is shown as raw
+    records, one JSON value a line.
+    """
     features = load_features(args.features) if args.features else None
     paths = _files(args.paths)
     damage: list[Damage] = []
     if args.n is not None and args.n < 0:
         raise InvalidArgumentError(f"{args.command}: -n must be 0 or more, not {args.n}")
-    if args.command == "head":  # large records streamed, values cut short
-        limit = args.n if args.n is not None else 10
-        for row in head_rows(paths, damage, limit, features, sequence=args.sequence):
+    left = args.n if args.n is not None else (10 if args.command == "head" else None)
+    for path in paths:
+        if left is not None and left <= 0:
+            break
+        if args.raw or (features is None and raw_file(path)):
+            rows: Iterator[Any] = _raw_rows(path, damage, left, whole=args.command == "cat")
+        elif args.command == "head":  # large records streamed, values cut short
+            rows = head_rows([path], damage, left, features, sequence=args.sequence)
+        else:  # cat: every record whole (it exports)
+            rows = (
+                _json_row(path, index, record, features, args.sequence)
+                for path, index, record in _records([path], damage, left)
+            )
+        for row in rows:
             sys.stdout.write(json.dumps(row, ensure_ascii=False))
             sys.stdout.write("\n")
-    else:  # cat: every record whole (it exports)
-        records_to_jsonl(
-            _records(paths, damage, args.n), sys.stdout, features=features, sequence=args.sequence
-        )
+            if left is not None:
+                left -= 1
     sys.stdout.flush()
     if damage:
         _report_damage(damage, sys.stderr)
         return 1
     return 0
+
+
+def _json_row(path: str, index: int, record: bytes, features: FeaturesDict | None, sequence: bool) -> Any:
+    try:
+        return record_to_json(record, features, sequence=sequence)
+    except DecodeError as exc:
+        raise DecodeError(f"{path}, record {index}: {exc}") from None
 
 
 # -- count -----------------------------------------------------------------------------------------
@@ -278,34 +318,42 @@ def verify(args: argparse.Namespace) -> int:
         for path in paths:
             damage: list[Damage] = []
             intact = 0
+            raw = args.raw or raw_file(path)  # records that are not Examples: framing checked only
             for place in walk(path, damage):
-                try:
-                    decode_sequence_example(place.record)
+                if raw:
                     intact += 1
-                except DecodeError as exc:
-                    damage.append(
-                        Damage(path, place.index, place.offset, f"the record does not parse: {exc}")
-                    )
+                else:
+                    try:
+                        decode_sequence_example(place.record)
+                        intact += 1
+                    except DecodeError as exc:
+                        damage.append(
+                            Damage(path, place.index, place.offset, f"the record does not parse: {exc}")
+                        )
                 bar.update(1)
             damage.sort(key=lambda d: d.offset)
             problems.extend(damage)
-            results.append((path, intact, len(damage)))
+            results.append((path, intact, len(damage), raw))
     finally:
         bar.close()
     if args.json:
         print(
             json.dumps(
                 {
-                    "files": [{"path": p, "records": n, "problems": k} for p, n, k in results],
+                    "files": [
+                        {"path": p, "records": n, "problems": k, "examples": not raw}
+                        for p, n, k, raw in results
+                    ],
                     "problems": [d.to_json() for d in problems],
                 }
             )
         )
     else:
         _report_damage(problems, sys.stdout)
-        for path, intact, bad in results:
+        for path, intact, bad, raw in results:
             verdict = "OK" if not bad else f"{bad} problem{'s' if bad > 1 else ''}"
-            print(f"{path}: {intact} records, {verdict}")
+            kind = " (raw records, not tf.train.Example: framing and CRCs checked)" if raw else ""
+            print(f"{path}: {intact} records{kind}, {verdict}")
     return 1 if problems else 0
 
 

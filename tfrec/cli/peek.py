@@ -24,6 +24,8 @@ import zlib
 from collections.abc import Callable, Generator, Iterator
 from typing import IO, Any
 
+import numpy as np
+
 from ..convert import jsonable, record_to_json
 from ..errors import DecodeError
 from ..features import FeaturesDict
@@ -31,9 +33,9 @@ from ..record import masked_crc, resolve_compression
 from ..record.compression import open_decompressed
 from ..record.crc import mask
 from ..record.frame import FRAMING, data_error
-from .reading import Damage, Place, walk
+from .reading import Damage, Place, bare_message, walk
 
-__all__ = ["SHOWN_BYTES", "SHOWN_VALUES", "WHOLE_BYTES", "head_rows"]
+__all__ = ["SHOWN_BYTES", "SHOWN_VALUES", "WHOLE_BYTES", "first_is_example", "head_rows"]
 
 WHOLE_BYTES = 1 << 20  # records up to this size are shown whole
 SHOWN_BYTES = 1024  # of a longer bytes value, the first bytes shown
@@ -189,7 +191,7 @@ def _values(data: _Data, kind: int, size: int) -> Any:
         elif kind == 1 and wire == 2:
             values.append(_bytes_value(data))
         elif kind == 2 and wire == 5:
-            values.append(jsonable(struct.unpack("<f", data.read(4))[0]))
+            values.append(jsonable(np.float32(struct.unpack("<f", data.read(4))[0])))
         elif kind == 3 and wire == 0:
             values.append(_int64(data.varint()))
         elif kind in (2, 3) and wire == 2:  # packed
@@ -197,7 +199,7 @@ def _values(data: _Data, kind: int, size: int) -> Any:
             stop = data.remaining() - packed
             while data.remaining() > stop and len(values) < SHOWN_VALUES:
                 if kind == 2:
-                    values.append(jsonable(struct.unpack("<f", data.read(4))[0]))
+                    values.append(jsonable(np.float32(struct.unpack("<f", data.read(4))[0])))
                 else:
                     values.append(_int64(data.varint()))
             if data.remaining() > stop:
@@ -324,7 +326,7 @@ def _frames(
                             error = data_error(
                                 length, stored, computed, path=path, index=index, offset=offset
                             )
-                            damage.append(Damage(path, index, offset, str(error)))
+                            damage.append(Damage(path, index, offset, bare_message(str(error), path)))
                         elif problem is not None:
                             raise DecodeError(f"{path}, record {index}: {problem}") from None
                         else:
@@ -376,3 +378,20 @@ def head_rows(
                 shown += 1
                 if limit is not None and shown >= limit:
                     return  # before the next record is read: it may be large
+
+
+def first_is_example(path: str) -> bool:
+    """Whether the first intact record of ``path`` is an Example or SequenceExample (``True`` for a
+    file without one); a large first record is walked on the wire, never held."""
+    with contextlib.closing(_frames(path, [])) as frames:
+        try:
+            first = next(frames, None)
+        except DecodeError:
+            return False
+    if first is None or isinstance(first[2], dict):
+        return True
+    try:
+        record_to_json(first[2])
+    except DecodeError:
+        return False
+    return True

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ from ..errors import TfrecWarning
 from ..record import RecordReader
 from ..record.frame import FRAMING
 
-__all__ = ["Damage", "Place", "walk"]
+__all__ = ["Damage", "Place", "bare_message", "walk"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,12 @@ class Damage:
         return {"path": self.path, "index": self.index, "offset": self.offset, "error": self.message}
 
 
+def bare_message(text: str, path: str) -> str:
+    """A reader's message without its ``path, record N, offset M:`` prefix, which a Damage line
+    already shows."""
+    return re.sub(rf"^{re.escape(path)}, record \d+, offset \d+: ", "", text)
+
+
 @contextlib.contextmanager
 def _catching(reader: RecordReader, path: str, damage: list[Damage]) -> Iterator[None]:
     with warnings.catch_warnings():
@@ -61,7 +68,7 @@ def _catching(reader: RecordReader, path: str, damage: list[Damage]) -> Iterator
             message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
         ) -> None:
             if issubclass(category, TfrecWarning):
-                text = str(message).removeprefix("skipped damaged data: ")
+                text = bare_message(str(message).removeprefix("skipped damaged data: "), path)
                 damage.append(Damage(path, reader.index, reader.offset, text))
             else:
                 shown(message, category, filename, lineno, file, line)
@@ -77,7 +84,7 @@ def walk(
     verify: bool = True,
     start_offset: int = 0,
     start_index: int = 0,
-) -> Iterator[Place]:
+) -> Generator[Place, None, None]:
     """Every intact record of ``path`` (from the record at ``start_offset``, numbered
     ``start_index``); damaged ones are appended to ``damage`` and skipped."""
     name = os.fspath(path)

@@ -3,7 +3,8 @@
 Column types are given (``age=int64``) or inferred from the first ``sample`` rows: int64 when
 every non-empty cell is an integer, float32 when a number, text otherwise. An empty cell takes its
 column's default (``decode_csv``'s ``record_defaults`` idea); an empty cell with no default is an
-error for numbers and ``""`` for text. Errors name the file, the row (1 = the first line) and the
+error for numbers and ``""`` for text. Column names follow :mod:`tfrec.convert.names` (a ``/``
+nests; a byte order mark is dropped). Errors name the file, the row (1 = the first line) and the
 column. Rows are read as a stream: only the inference sample is held at once.
 
 Example:
@@ -25,6 +26,7 @@ from typing import IO, Any
 
 from ..errors import ConvertError, InvalidArgumentError
 from ..features import FeaturesDict
+from .names import check_names, clean_name, nest
 from .samples import Samples
 from .types import coerce, connector_for, parse_pairs, parse_types
 
@@ -189,15 +191,12 @@ def read_csv(
             head = next(rows, None)
             if head is None:
                 raise ConvertError("empty file: no header row", path=where)
-            names = list(columns) if columns is not None else [name.strip() for name in head[1]]
+            names = list(columns) if columns is not None else [clean_name(name) for name in head[1]]
         ahead = list(itertools.islice(rows, sample))
         if not header:
             width = len(ahead[0][1]) if ahead else 0
             names = list(columns) if columns is not None else [f"col{i}" for i in range(width)]
-        if len(set(names)) != len(names) or "" in names:
-            raise ConvertError(
-                f"column names must be unique and not empty: {names}", path=where, where="row 1"
-            )
+        nested = check_names(names, path=where, where="row 1")
         for mapping, what in ((type_map, "types"), (default_map, "defaults")):
             unknown = sorted(set(mapping) - set(names))
             if unknown:
@@ -213,14 +212,12 @@ def read_csv(
         if owned is not None:
             owned.close()
         raise
-    features = FeaturesDict({name: connector_for(type_name) for name, type_name in column_types.items()})
+    connectors = {name: connector_for(type_name) for name, type_name in column_types.items()}
+    features = FeaturesDict(nest(connectors))
     for name, value in default_map.items():  # a bad default is an error now, not at the first empty cell
         coerce(value, column_types[name], where=f"defaults, column {name!r}")
-    return Samples(
-        features,
-        _rows(owned, where, itertools.chain(ahead, rows), names, column_types, default_map),
-        where,
-    )
+    samples = _rows(owned, where, itertools.chain(ahead, rows), names, column_types, default_map)
+    return Samples(features, map(nest, samples) if nested else samples, where)
 
 
 def _nonempty(cell: str) -> str:

@@ -1,8 +1,9 @@
 """Records and decoded values as JSON (convert layer): what ``tfrec head`` prints and JSONL export writes.
 
-Numbers stay numbers; bytes become UTF-8 text when they decode, else ``{"b64": "..."}`` (base64, so
-a reader can tell them apart from text). Without features, an Example is ``{key: [values]}`` (lists,
-as stored) and a SequenceExample ``{"context": {...}, "feature_lists": {key: [[step values], ...]}}``;
+Numbers stay numbers (a float32 as the shortest decimal that reads back as it: ``17.99``); bytes
+become UTF-8 text when they decode, else ``{"b64": "..."}`` (base64, so a reader can tell them apart
+from text). Without features, an Example is ``{key: [values]}`` (lists, as stored) and a
+SequenceExample ``{"context": {...}, "feature_lists": {key: [[step values], ...]}}``;
 with features, the values the FeaturesDict decodes (scalars as scalars, nested dicts).
 
 Example:
@@ -41,13 +42,17 @@ def jsonable(value: Any) -> Any:
         except UnicodeDecodeError:
             return {"b64": base64.b64encode(data).decode("ascii")}
     if isinstance(value, np.ndarray):
-        if value.ndim == 0:  # a parsed scalar (0-d array): its one value
-            return jsonable(value.item())
+        if value.ndim == 0:  # a parsed scalar (0-d array): its one value (a numpy scalar: float32 kept)
+            return jsonable(value[()])
         if value.dtype.kind == "O":
             return [jsonable(v) for v in value.tolist()]
+        if value.dtype == np.float32:  # the shortest decimal that reads back as the same float32
+            return jsonable(value.astype(str).astype(np.float64).tolist())
         if value.dtype.kind == "f":
             return jsonable(value.tolist())
         return value.tolist()
+    if isinstance(value, np.float32):
+        return jsonable(float(str(value)))  # 17.99, not 17.989999771118164
     if isinstance(value, np.generic):
         return jsonable(value.item())
     if isinstance(value, float) and not math.isfinite(value):

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConvertError
-from ..features import FeatureConnector, FeaturesDict, Tensor, Text
+from ..features import FeatureConnector, FeaturesDict, Sequence, Tensor, Text
 
 __all__ = ["Samples", "connector_from_value", "features_from_values", "merge_connectors"]
 
@@ -67,6 +67,8 @@ def connector_from_value(
         dtype = _stored_dtype(array, key)
         if fixed_shapes:
             return Tensor(shape=array.shape, dtype=dtype)
+        if array.ndim == 1 and array.dtype.kind == "U":  # a list of strings: text, as Arrow reads it
+            return Sequence(Text())
         if array.ndim > 1:  # several unknown dimensions: stored as bytes + shape, as tfds does
             return Tensor(shape=(None,) * array.ndim, dtype=dtype, encoding="bytes")
         return Tensor(shape=(None,), dtype=dtype)

@@ -184,6 +184,8 @@ def schema_of(columns: Mapping[str, ColumnType]) -> pa.Schema:
 def _text_keys(feature: FeatureConnector, prefix: str) -> Iterator[str]:
     if isinstance(feature, Text):
         yield prefix
+    if isinstance(feature, SequenceFeature):  # a list of texts is stored under the same key: strings too
+        yield from _text_keys(feature.feature, prefix)
     for name, child in (feature.children() or {}).items():
         yield from _text_keys(child, f"{prefix}/{name}" if prefix else name)
 
