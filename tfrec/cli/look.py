@@ -13,14 +13,11 @@ import zlib
 from collections.abc import Iterator
 from typing import IO, Any
 
-import numpy as np
-
 from ..convert import jsonable, load_features, record_to_json
-from ..convert.types import image_channels
 from ..data import build_index, expand_paths, infer_features
 from ..errors import DecodeError, EncodeError, InvalidArgumentError, SchemaError
-from ..example import decode_example, decode_sequence_example, encode_example
-from ..features import FeaturesDict, Image, Sequence, describe_features
+from ..example import decode_sequence_example, encode_example
+from ..features import FeaturesDict, Sequence, describe_features
 from ..record import RecordWriter, resolve_compression
 from .peek import SHOWN_BYTES, WHOLE_BYTES, head_rows
 from .progress import progress_bar
@@ -62,23 +59,6 @@ def _sequence_proposal(records: list[bytes]) -> dict[str, Any]:
     return proposal
 
 
-def _channels_from_headers(features: FeaturesDict, records: list[bytes], prefix: str = "") -> None:
-    """Image channels read from the PNG/JPEG headers, as ``tfrec convert`` reads them: without
-    Pillow the proposal says 3 for every image, and a grey PNG has 1."""
-    for name, child in features.features.items():
-        key = f"{prefix}{name}"
-        if isinstance(child, FeaturesDict):
-            _channels_from_headers(child, records, key + "/")
-        elif isinstance(child, Image) and child.shape[2] == 3 and np.dtype(child.dtype) == np.uint8:
-            for record in records:
-                values = decode_example(record).get(key)
-                if values:
-                    channels = image_channels(bytes(values[0]))
-                    if channels in (1, 4):
-                        features.features[name] = Image(shape=(None, None, channels), doc=child.doc)
-                    break
-
-
 def _propose(found: Survey) -> tuple[FeaturesDict | None, str | None]:
     """The proposed features of what inspect found, or why there are none."""
     try:
@@ -86,7 +66,6 @@ def _propose(found: Survey) -> tuple[FeaturesDict | None, str | None]:
             return FeaturesDict(_sequence_proposal(found.sequences)), None
         if found.sample:
             features = infer_features(found.sample, sample=None)
-            _channels_from_headers(features, found.sample)
             return features, None
     except (DecodeError, EncodeError, SchemaError) as exc:
         return None, str(exc)

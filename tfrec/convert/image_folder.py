@@ -19,8 +19,8 @@ from typing import Any
 
 from ..errors import ConvertError
 from ..features import ClassLabel, FeaturesDict, Image, Text
+from ..features.image import image_channels
 from .samples import Samples
-from .types import image_channels
 
 __all__ = ["IMAGE_SUFFIXES", "read_image_folder"]
 

@@ -19,12 +19,12 @@ import numpy as np
 
 from ..errors import ConvertError, InvalidArgumentError
 from ..features import ClassLabel, FeatureConnector, FeaturesDict, Image, Tensor, Text, labels_file
+from ..features.image import image_channels
 
 __all__ = [
     "TYPE_NAMES",
     "coerce",
     "connector_for",
-    "image_channels",
     "load_features",
     "parse_pairs",
     "parse_types",
@@ -87,20 +87,6 @@ def coerce(value: Any, type_name: str, *, where: str) -> Any:
     except ValueError:
         noun = "an integer (int64)" if type_name == "int64" else "a number (float32)"
         raise ConvertError(f"{text[:40]!r} is not {noun}", where=where) from None
-
-
-def image_channels(data: bytes) -> int:
-    """The channel count of PNG or JPEG bytes, from their header (3 when it cannot be told)."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) >= 26:
-        return {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}.get(data[25], 3)  # by the IHDR colour type
-    if data.startswith(b"\xff\xd8"):
-        pos = 2
-        while pos + 9 < len(data) and data[pos] == 0xFF:
-            marker, size = data[pos + 1], int.from_bytes(data[pos + 2 : pos + 4], "big")
-            if marker in (0xC0, 0xC1, 0xC2):  # start of frame: the component count at byte 9
-                return 1 if data[pos + 9] == 1 else 3
-            pos += 2 + size
-    return 3
 
 
 def connector_for(type_name: str, example: Any = None) -> FeatureConnector:

@@ -37,7 +37,7 @@ from .base import (
 from .jpeg import decode_jpeg
 from .values import fits as _fits
 
-__all__ = ["Image"]
+__all__ = ["Image", "image_channels"]
 
 _FORMATS = ("png", "jpeg")
 _MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # Pillow's modes for 8-bit images of 1, 3 or 4 channels
@@ -244,3 +244,22 @@ class Image(FeatureConnector):
             dtype=content.get("dtype", "uint8"),
             encoding_format=content.get("encoding_format"),
         )
+
+
+def image_channels(data: bytes) -> int:
+    """The channel count of PNG or JPEG bytes from their header, without Pillow (3 when it cannot be told).
+
+    Example:
+        >>> image_channels(grey_png_bytes)
+        1
+    """
+    if data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) >= 26:
+        return {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}.get(data[25], 3)  # by the IHDR colour type
+    if data.startswith(b"\xff\xd8"):
+        pos = 2
+        while pos + 9 < len(data) and data[pos] == 0xFF:
+            marker, size = data[pos + 1], int.from_bytes(data[pos + 2 : pos + 4], "big")
+            if marker in (0xC0, 0xC1, 0xC2):  # start of frame: the component count at byte 9
+                return 1 if data[pos + 9] == 1 else 3
+            pos += 2 + size
+    return 3

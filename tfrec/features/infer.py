@@ -32,7 +32,7 @@ from ..errors import DecodeError, InvalidArgumentError, SchemaError
 from ..example import decode_example
 from .base import FeatureConnector, dtype_name
 from .features_dict import FeaturesDict
-from .image import Image
+from .image import Image, image_channels
 from .sequence import FLAT_VALUES, Sequence
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
@@ -221,11 +221,11 @@ def _look_at_bytes(value: bytes, stats: _Seen) -> None:
 
 
 def _pixels(data: bytes) -> tuple[int, str]:
-    """(channels, dtype) from the image header; (3, uint8) without Pillow or for an unreadable header."""
+    """(channels, dtype) from the image header; (3, uint8) for an unreadable header."""
     try:
         from PIL import Image as PILImage
-    except ImportError:
-        return 3, "uint8"
+    except ImportError:  # the channel count is in the header; a 16-bit PNG is read with Pillow only
+        return image_channels(data), "uint8"
     try:
         with PILImage.open(io.BytesIO(data)) as image:  # reads the header only
             mode = image.mode
