@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import glob
+import multiprocessing
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -34,6 +35,7 @@ __all__ = [
     "is_file",
     "is_url",
     "local_path",
+    "missing_file",
     "open_binary",
     "read_bytes",
 ]
@@ -239,6 +241,19 @@ def is_file(path: str, storage_options: Mapping[str, Any] | None = None) -> bool
         return os.path.isfile(local)
     fs, inner = _filesystem(path, storage_options)
     return bool(fs.isfile(inner))
+
+
+def missing_file(path: str) -> MissingFileError:
+    """The error for a file of a dataset that is not there when it is read: names it and says why."""
+    if path.startswith("memory://") and multiprocessing.parent_process() is not None:
+        why = (
+            "a memory:// filesystem lives in the process that filled it, and this is another process "
+            "(a reading process of num_workers > 0, a DataLoader worker) that sees it empty: read "
+            "memory:// data with num_workers=0, or put it on a filesystem every process shares"
+        )
+    else:
+        why = "it was there when the dataset was made and has been deleted or moved since"
+    return MissingFileError(f"{path}: no such file: {why}", path=path)
 
 
 def file_size(path: str, storage_options: Mapping[str, Any] | None = None) -> int:
