@@ -104,6 +104,7 @@ class _OpenFile:
 
     def __init__(self, position: int, path: str, options: ReadOptions, resume: Sequence[int] | None = None):
         self.position = position  # the file's place in this epoch's list
+        self.path = path
         piece = path if isinstance(path, FileRange) else None
         if resume is None:
             resume = (piece.offset, piece.start, 0) if piece is not None else (0, 0, 0)
@@ -147,6 +148,8 @@ class _OpenFile:
             if not self.ahead:
                 raise
             self.error = exc
+        except FileNotFoundError as exc:  # the reader opens the file on the first read
+            raise missing_file(str.__str__(self.path)) from exc
         if self.end is not None and self.reader.offset > self.end:
             self._trim(self.end)
 
