@@ -60,7 +60,9 @@ PIECES = st.sampled_from(
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(PIECES, min_size=1, max_size=5))
-def test_matching_against_the_listing_finds_what_trying_each_name_finds(tree: Path, pieces: list[str]) -> None:
+def test_matching_against_the_listing_finds_what_trying_each_name_finds(
+    tree: Path, pieces: list[str]
+) -> None:
     pattern = str(tree) + "/" + "".join(pieces)
     try:
         one_by_one = expand_paths(pattern)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,7 +34,9 @@ def _until_error(iterator: Any) -> tuple[list[Any], BaseException | None]:
 
 
 @pytest.mark.parametrize("num_workers", [0, 1])
-def test_batch_hands_out_the_records_before_the_damage_as_a_short_batch(damaged: str, num_workers: int) -> None:
+def test_batch_hands_out_the_records_before_the_damage_as_a_short_batch(
+    damaged: str, num_workers: int
+) -> None:
     batches, error = _until_error(TFRecordDataset(damaged, num_workers=num_workers).batch(64))
     assert isinstance(error, tfrec.ChecksumError) and error.index == DAMAGED
     assert [len(b) for b in batches] == [64] * 15 + [40]  # records 960-999 were lost

@@ -69,8 +69,14 @@ EDITS: dict[str, tuple[Edit, str]] = {
     "take left zero while reading": (_set("pipeline.up.left", 0), "state.pipeline.up.up"),
     "batch done while reading": (_set("pipeline.up.up.done", True), "state.pipeline.up.up.up"),
     "batch pending ints": (_set("pipeline.up.up.pending", [1]), "state.pipeline.up.up.pending[0]"),
-    "shuffle buffer overfull": (_set("pipeline.up.up.up.items", [b"x"] * 101), "state.pipeline.up.up.up.items"),
-    "shuffle buffer not records": (_set("pipeline.up.up.up.items", ["x"]), "state.pipeline.up.up.up.items[0]"),
+    "shuffle buffer overfull": (
+        _set("pipeline.up.up.up.items", [b"x"] * 101),
+        "state.pipeline.up.up.up.items",
+    ),
+    "shuffle buffer not records": (
+        _set("pipeline.up.up.up.items", ["x"]),
+        "state.pipeline.up.up.up.items[0]",
+    ),
     "shuffle rng names a function": (
         _set("pipeline.up.up.up.rng.bit_generator", "seed"),
         "state.pipeline.up.up.up.rng",
@@ -117,7 +123,9 @@ def test_an_edited_state_is_refused_naming_the_field(
     assert (np.random.get_state()[1] == before).all()  # type: ignore[index]
 
 
-def test_an_untampered_state_still_resumes_exactly(saved: tuple[TFRecordDataset, dict[str, Any], int]) -> None:
+def test_an_untampered_state_still_resumes_exactly(
+    saved: tuple[TFRecordDataset, dict[str, Any], int],
+) -> None:
     ds, state, cut = saved
     expected = list(ds)[cut:]
     assert [b for b in ds.resume(pickle.loads(pickle.dumps(state)))] == expected

@@ -36,7 +36,9 @@ def test_memory_urls_are_not_seen_by_reading_processes() -> None:
             with fs.open(f"/vanish-test/p-{n}.tfrecord", "wb") as stream:
                 tfrec.write_records(stream, [b"a", b"b"])
         assert sorted(TFRecordDataset("memory://vanish-test/")) == [b"a", b"a", b"b", b"b"]
-        with pytest.raises(tfrec.MissingFileError, match="memory:// filesystem lives in the process") as caught:
+        with pytest.raises(
+            tfrec.MissingFileError, match="memory:// filesystem lives in the process"
+        ) as caught:
             list(TFRecordDataset("memory://vanish-test/", num_workers=2))
         assert caught.value.path is not None and caught.value.path.startswith("memory://")
     finally:

@@ -49,7 +49,8 @@ from typing import Any
 
 from ...errors import DatasetStateError, InvalidArgumentError, WorkerError
 from ..pipeline.assemble import check
-from ..pipeline.stage import Context, PipelineRecipe, Run, Stage, StateField
+from ..pipeline.stage import Context, PipelineRecipe, Run, Stage
+from ..pipeline.state_check import StateField
 from .slots import SlotReader, new_pool_id, unlink_segments
 from .worker import POLL, PULLS_AHEAD, worker_main
 

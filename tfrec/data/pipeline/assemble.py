@@ -22,7 +22,8 @@ from .interleave import InterleavedRecords, check_reading_state
 from .prefetch import PrefetchOp
 from .repeat import RepeatOp
 from .shuffle import epoch_files
-from .stage import Context, PipelineRecipe, Run, Stage, StateField, raw_after
+from .stage import Context, PipelineRecipe, Run, Stage, raw_after
+from .state_check import StateField
 from .take import SkipOp, TakeOp
 
 # The reading processes run the ops before the first of these: take/skip/repeat count or restart the

@@ -20,7 +20,8 @@ import numpy as np
 from ...errors import TfrecError
 from ...example import RaggedArray, SparseArray
 from .decode import Decoder
-from .stage import Context, Op, Stage, StateField, Upstream, UpstreamCheck, up_state
+from .stage import Context, Op, Stage, Upstream, UpstreamCheck, up_state
+from .state_check import StateField
 
 
 @dataclass(frozen=True)

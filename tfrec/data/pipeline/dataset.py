@@ -237,7 +237,9 @@ class TFRecordDataset:
 
 def _saved(state: Any) -> Mapping[str, Any]:
     if not isinstance(state, Mapping):
-        raise DatasetStateError(f"a saved iterator state is a dict (DatasetIterator.state()), not {state!r:.60}")
+        raise DatasetStateError(
+            f"a saved iterator state is a dict (DatasetIterator.state()), not {state!r:.60}"
+        )
     return state
 
 

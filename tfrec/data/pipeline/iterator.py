@@ -23,7 +23,8 @@ from ...errors import DatasetStateError
 from ..parallel.pool import IdlePool, WorkerPool, check_pool_state
 from ..sharding.consumers import Consumer, ShardOptions, detect_consumer, split_among
 from .assemble import Placement, build, check, place
-from .stage import Context, PipelineRecipe, Run, Stage, StateField, raw_after
+from .stage import Context, PipelineRecipe, Run, Stage, raw_after
+from .state_check import StateField
 
 __all__ = ["STATE_FORMAT", "DatasetIterator", "fingerprint"]
 

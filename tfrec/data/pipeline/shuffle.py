@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import TfrecError
-from .stage import Context, Op, PipelineRecipe, Run, Stage, StateField, Upstream, UpstreamCheck, up_state
+from .stage import Context, Op, PipelineRecipe, Run, Stage, Upstream, UpstreamCheck, up_state
+from .state_check import StateField
 
 # Tags that keep the random streams of different purposes apart.
 FILES_TAG = 1
@@ -115,7 +116,8 @@ class _ShuffleStage:
 def generator_from_state(state: Mapping[str, Any]) -> np.random.Generator:
     """A Generator restored from ``bit_generator.state`` (every step's generator is a PCG64's)."""
     bits = np.random.PCG64()
-    bits.state = dict(state)
+    saved: Any = dict(state)
+    bits.state = saved
     return np.random.Generator(bits)
 
 

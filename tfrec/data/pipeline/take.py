@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .stage import Context, Op, Stage, StateField, Upstream, UpstreamCheck, up_state
+from .stage import Context, Op, Stage, Upstream, UpstreamCheck, up_state
+from .state_check import StateField
 
 
 @dataclass(frozen=True)
