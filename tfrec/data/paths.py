@@ -261,7 +261,8 @@ def _match_braces(pattern: str, tree: list[Any], count: int, storage_options: An
     name = _brace_tree(pattern[cut:])
     groups: list[Any] = []
     matcher = re.compile(_name_regex(name, groups), re.DOTALL)
-    wildcards = "".join(node if isinstance(node, str) else "*" for node in name)
+    # One "*" per brace, and never "**" (that would reach into subdirectories).
+    wildcards = re.sub(r"\*+", "*", "".join(node if isinstance(node, str) else "*" for node in name))
     local = local_path(pattern[:cut] + wildcards)
     if local is not None:
         candidates = _expand_local(local)
