@@ -17,6 +17,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import tfrec
@@ -55,7 +56,10 @@ def _files() -> str:
 def _datasets() -> list[TFRecordDataset]:
     directory = _files()
     return [
-        TFRecordDataset(directory, cycle_length=2, seed=0, shuffle_files=True).shuffle(64).batch(16).repeat(2),
+        TFRecordDataset(directory, cycle_length=2, seed=0, shuffle_files=True)
+        .shuffle(64)
+        .batch(16)
+        .repeat(2),
         TFRecordDataset(directory, seed=1).skip(5).take(400).shuffle(30),
         TFRecordDataset(directory, seed=2, shard_options=ShardOptions(shard=(1, 2), shard_by="records"))
         .shuffle(20)
@@ -153,7 +157,9 @@ def _datasets_cached() -> list[TFRecordDataset]:
 
 def _state_from_json(data: bytes) -> Any:
     def bytes_back(value: dict[str, Any]) -> Any:
-        return value["$b"].encode("latin-1") if set(value) == {"$b"} and isinstance(value["$b"], str) else value
+        return (
+            value["$b"].encode("latin-1") if set(value) == {"$b"} and isinstance(value["$b"], str) else value
+        )
 
     return json.loads(data.decode("utf-8", "replace"), object_hook=bytes_back)
 
@@ -199,7 +205,7 @@ def run_state(variant: int, data: bytes) -> str:
 
 def _index_seeds() -> list[list[bytes]]:
     directory = _files()
-    return [[open(os.path.join(directory, f"part-{n:05d}.tfrecord.idx"), "rb").read() for n in range(2)]]
+    return [[Path(directory, f"part-{n:05d}.tfrecord.idx").read_bytes() for n in range(2)]]
 
 
 def run_index(variant: int, data: bytes) -> str:

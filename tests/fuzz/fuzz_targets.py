@@ -306,7 +306,7 @@ def run_infer(variant: int, data: bytes) -> str:
     return label
 
 
-from fuzz_data import _index_seeds, _PATTERN_SEEDS, _state_seeds, run_index, run_pattern, run_state  # noqa: E402
+from fuzz_data import _PATTERN_SEEDS, _index_seeds, _state_seeds, run_index, run_pattern, run_state  # noqa: E402
 
 TARGETS = {
     target.name: target
