@@ -238,8 +238,9 @@ def run_index(variant: int, data: bytes) -> str:
 
 _TREE = ["x-00000001.tfrecord", "x-5a.tfrecord", "x-007.tfrecord", "a/p.tfrecord", "b/q.tfrecord",
          "sub/x-12.tfrecord", "sub/deeper/y.gz", ".hidden", "{x}.tfrecord", "x--3.tfrecord"]  # fmt: skip
-_PATTERN_SEEDS = [b"x-{00000000..99999999}.tfrecord", b"{a,b}/*.tfrecord", b"**/*.tfrecord", b"x-{0..9}{a,b}*",
-                  b"sub/x-[0-9]?.tfrecord", b"x-{-5..5}.tfrecord", b"{x,{sub,a}/*}*", b"{x}.tfrecord"]  # fmt: skip
+_PATTERN_SEEDS = [b"x-{00000000..99999999}.tfrecord", b"{a,b}/*.tfrecord", b"**/*.tfrecord",
+                  b"x-{0..9}{a,b}*", b"sub/x-[0-9]?.tfrecord", b"x-{-5..5}.tfrecord", b"{x,{sub,a}/*}*",
+                  b"{x}.tfrecord"]  # fmt: skip
 
 
 @functools.cache
