@@ -62,7 +62,7 @@ EDITS: dict[str, tuple[Edit, str]] = {
     "an unknown field": (_set("extra", 1), "state"),
     "a missing field": (lambda s: s.pop("split"), "state"),
     "fingerprint an int": (_set("fingerprint", 3), "state.fingerprint"),
-    "split a string": (_set("split", "files"), "split"),
+    "split a string": (_set("split", "files"), "state.split"),
     "repeat pass past the end": (_set("pipeline.epoch", 5), "state.pipeline.epoch"),
     "repeat without its pass": (_set("pipeline.up", None), "state.pipeline.up"),
     "take left past count": (_set("pipeline.up.left", 401), "state.pipeline.up.left"),

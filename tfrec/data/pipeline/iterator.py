@@ -191,9 +191,9 @@ def split_of(readers: Consumer) -> list[Any]:
 
 def check_split(state: Mapping[str, Any], split: list[Any]) -> None:
     saved = state["split"]
-    if saved != split:
-        if not isinstance(saved, list) or len(saved) != 2:
-            StateField(saved, "split").fail('["files" | "records", readers]')
+    if not isinstance(saved, (list, tuple)) or len(saved) != 2:
+        StateField(saved, "state.split").fail('["files" | "records", readers]')
+    if list(saved) != split:
         raise DatasetStateError(
             f"the state was saved reading {saved[0]} split among {saved[1]} reader(s), and this "
             f"iterator reads {split[0]} split among {split[1]}: resume with the same ranks, "
