@@ -307,6 +307,8 @@ def run_infer(variant: int, data: bytes) -> str:
     return label
 
 
+from fuzz_data import _PATTERN_SEEDS, _index_seeds, _state_seeds, run_index, run_pattern, run_state  # noqa: E402
+
 TARGETS = {
     target.name: target
     for target in [
@@ -321,5 +323,8 @@ TARGETS = {
         Target("features_dict", _features_seeds(), run_features_dict, ["example", "sequence_example"]),
         Target("features_json", _json_seeds(), run_features_json),
         Target("infer_features", [[tfrec.encode_example(e) for e in EXAMPLES]], run_infer),
+        Target("dataset_state", _state_seeds(), run_state, ["edited", "json"]),
+        Target("index_file", _index_seeds(), run_index),
+        Target("path_pattern", [_PATTERN_SEEDS], run_pattern),
     ]
 }

@@ -27,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import itertools
+import multiprocessing
 import os
 import re
 from collections import defaultdict
@@ -46,6 +47,7 @@ __all__ = [
     "is_listed",
     "is_url",
     "local_path",
+    "missing_file",
     "open_binary",
     "read_bytes",
 ]
@@ -57,6 +59,7 @@ SIDECAR_SUFFIXES = frozenset(
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _MAGIC = re.compile(r"[*?\[]")
 _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)$")
+MAX_EXPANSIONS = 4096  # brace patterns naming more are matched against listings, not tried one by one
 
 
 def is_url(path: str) -> bool:
@@ -78,34 +81,39 @@ def expand_braces(pattern: str) -> list[str]:
         >>> expand_braces("x-{0..2}-{a,b}")
         ['x-0-a', 'x-0-b', 'x-1-a', 'x-1-b', 'x-2-a', 'x-2-b']
     """
-    start = pattern.find("{")
-    if start < 0:
-        return [pattern]
-    depth = 0
-    for end in range(start, len(pattern)):
-        if pattern[end] == "{":
-            depth += 1
-        elif pattern[end] == "}":
-            depth -= 1
-            if depth == 0:
-                break
-    else:
-        raise InvalidArgumentError(f"{pattern}: unbalanced '{{' in the path pattern")
-    body, head, tail = pattern[start + 1 : end], pattern[:start], pattern[end + 1 :]
-    choices = _brace_choices(body)
-    if choices is None:  # not a brace expression (e.g. "{}" or "{x}"): keep it literally
-        return [head + "{" + body + "}" + rest for rest in expand_braces(tail)]
-    return [head + choice + rest for choice in choices for rest in expand_braces(tail)]
+    return _expand(_brace_tree(pattern))
 
 
-def _brace_choices(body: str) -> list[str] | None:
-    found = _RANGE.match(body)
-    if found:
-        first, last = found.group(1), found.group(2)
-        width = max(len(first), len(last)) if first.startswith("0") or last.startswith("0") else 0
-        low, high = int(first), int(last)
-        step = 1 if high >= low else -1
-        return [f"{n:0{width}d}" for n in range(low, high + step, step)]
+def _brace_tree(pattern: str) -> list[Any]:
+    """``pattern`` as text and brace nodes, ``("range", first, last)`` or ``("any", [alternatives])``."""
+    nodes: list[Any] = []
+    while (start := pattern.find("{")) >= 0:
+        depth = 0
+        for end in range(start, len(pattern)):
+            if pattern[end] == "{":
+                depth += 1
+            elif pattern[end] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+        else:
+            raise InvalidArgumentError(f"{pattern}: unbalanced '{{' in the path pattern")
+        body = pattern[start + 1 : end]
+        nodes.append(pattern[:start])
+        found = _RANGE.match(body)
+        parts = _alternatives(body) if found is None else None
+        if found is not None:
+            nodes.append(("range", found.group(1), found.group(2)))
+        elif parts is not None:
+            nodes.append(("any", [_brace_tree(part) for part in parts]))
+        else:  # not a brace expression (e.g. "{}" or "{x}"): kept literally
+            nodes.append("{" + body + "}")
+        pattern = pattern[end + 1 :]
+    nodes.append(pattern)
+    return [node for node in nodes if node != ""]
+
+
+def _alternatives(body: str) -> list[str] | None:
     parts, depth, begin = [], 0, 0
     for i, char in enumerate(body):
         if char == "{":
@@ -116,9 +124,169 @@ def _brace_choices(body: str) -> list[str] | None:
             parts.append(body[begin:i])
             begin = i + 1
     parts.append(body[begin:])
-    if len(parts) < 2:
-        return None
-    return [expanded for part in parts for expanded in expand_braces(part)]
+    return parts if len(parts) >= 2 else None
+
+
+def _number(text: str) -> int:
+    if len(text) > 30:
+        raise InvalidArgumentError(f"{{{text}..}}: a brace range's numbers have at most 30 digits")
+    return int(text)
+
+
+def _range(node: tuple[str, str, str]) -> tuple[int, int, int]:
+    """A range node's first and last number and its zero padding (0: none)."""
+    first, last = node[1], node[2]
+    width = max(len(first), len(last)) if first.startswith("0") or last.startswith("0") else 0
+    return _number(first), _number(last), width
+
+
+def _expand(tree: list[Any]) -> list[str]:
+    names = [""]
+    for node in tree:
+        if isinstance(node, str):
+            choices = [node]
+        elif node[0] == "range":
+            low, high, width = _range(node)
+            step = 1 if high >= low else -1
+            choices = [f"{n:0{width}d}" for n in range(low, high + step, step)]
+        else:
+            choices = [name for part in node[1] for name in _expand(part)]
+        names = [name + choice for name in names for choice in choices]
+    return names
+
+
+def _count(tree: list[Any]) -> int:
+    """How many names ``tree`` expands to, without making them."""
+    count = 1
+    for node in tree:
+        if not isinstance(node, str):
+            if node[0] == "range":
+                low, high, _ = _range(node)
+                count *= abs(high - low) + 1
+            else:
+                count *= sum(_count(part) for part in node[1])
+    return count
+
+
+def _glob_regex(text: str) -> str:
+    """A regex matching what the glob ``text`` (one path component) matches."""
+    out, i = [], 0
+    while i < len(text):
+        char = text[i]
+        close = text.find("]", i + 2) if char == "[" else -1
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif close > 0:
+            body = text[i + 1 : close]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = close
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _between(low: str, high: str) -> str:
+    """A regex of the digit strings from ``low`` to ``high`` (of one length)."""
+    if low == high:
+        return low
+    if low.strip("0") == "" and high.strip("9") == "":
+        return f"[0-9]{{{len(low)}}}"
+    if low[0] == high[0]:
+        return low[0] + _between(low[1:], high[1:])
+    rest = len(low) - 1
+    parts = [low[0] + _between(low[1:], "9" * rest)]
+    if int(high[0]) - int(low[0]) > 1:
+        parts.append(f"[{int(low[0]) + 1}-{int(high[0]) - 1}][0-9]{{{rest}}}")
+    parts.append(high[0] + _between("0" * rest, high[1:]))
+    return "(?:" + "|".join(parts) + ")"
+
+
+def _numbers_regex(low: int, high: int, width: int) -> list[str]:
+    """Regexes of the numbers ``low`` to ``high`` (>= 0) as a range writes them (zero padded to width)."""
+    out = []
+    for length in range(max(width, len(str(low))), max(width, len(str(high))) + 1):
+        first = max(low, 10 ** (length - 1) if length > max(width, 1) else 0)
+        last = min(high, 10**length - 1)
+        if first <= last:
+            out.append(_between(f"{first:0{length}d}", f"{last:0{length}d}"))
+    return out
+
+
+def _name_regex(tree: list[Any], groups: list[Any]) -> str:
+    """A regex of the names ``tree`` expands to; ``groups`` gets each brace's group, in expansion order."""
+    out = []
+    for node in tree:
+        if isinstance(node, str):
+            out.append(_glob_regex(node))
+        elif node[0] == "range":
+            groups.append(node)
+            low, high, width = _range(node)
+            low, high = min(low, high), max(low, high)
+            numbers = _numbers_regex(max(low, 0), high, width) if high >= 0 else []
+            if low < 0:
+                numbers += ["-" + n for n in _numbers_regex(max(-high, 1), -low, max(width - 1, 0))]
+            out.append(f"(?P<g{len(groups) - 1}>{'|'.join(numbers) or '(?!)'})")
+        else:
+            alternatives = []
+            for i, part in enumerate(node[1]):
+                groups.append(i)
+                name = f"g{len(groups) - 1}"
+                alternatives.append(f"(?P<{name}>{_name_regex(part, groups)})")
+            out.append("(?:" + "|".join(alternatives) + ")")
+    return "".join(out)
+
+
+def _order(found: re.Match[str], groups: list[Any]) -> tuple[int, ...] | None:
+    """Where a matched name comes in the expansion (brace by brace), or None if a number is off."""
+    key = []
+    for number, group in enumerate(groups):
+        text = found.group(f"g{number}")
+        if text is None:
+            continue
+        if isinstance(group, int):
+            key.append(group)
+            continue
+        low, high, width = _range(group)
+        value = int(text)
+        if not min(low, high) <= value <= max(low, high) or f"{value:0{width}d}" != text:
+            return None
+        key.append(abs(value - low))
+    return tuple(key)
+
+
+def _match_braces(pattern: str, tree: list[Any], count: int, storage_options: Any) -> list[str]:
+    """The files a brace pattern of many names matches, listed once and matched (bounded memory).
+
+    The files found by expanding the names one by one, in that order: by the braces' choices, then by
+    name (a name that several expansions match, through wildcards beside braces, may sort by another
+    of them than the first). Unlike that, a name that is a directory yields nothing.
+    """
+    cut = pattern.rfind("/") + 1
+    if "{" in pattern[:cut]:
+        raise InvalidArgumentError(
+            f"{pattern}: the brace pattern names {count} paths; more than {MAX_EXPANSIONS} are matched "
+            "against the files that exist, which needs the braces in the file name (the last part)"
+        )
+    name = _brace_tree(pattern[cut:])
+    groups: list[Any] = []
+    matcher = re.compile(_name_regex(name, groups), re.DOTALL)
+    # One "*" per brace, and never "**" (that would reach into subdirectories).
+    wildcards = re.sub(r"\*+", "*", "".join(node if isinstance(node, str) else "*" for node in name))
+    local = local_path(pattern[:cut] + wildcards)
+    if local is not None:
+        candidates = _expand_local(local)
+    else:
+        candidates = _expand_url(pattern[:cut] + wildcards, storage_options)
+    keyed = []
+    for path in candidates:
+        found = matcher.fullmatch(path.rsplit("/", 1)[-1])
+        key = _order(found, groups) if found is not None else None
+        if key is not None:
+            keyed.append((key, path))
+    return [path for _, path in sorted(keyed)]
 
 
 def is_listed(name: str) -> bool:
@@ -220,9 +388,14 @@ def expand_paths(
         raise MissingFileError("no paths were given: expected a path, glob, directory or URL")
     for pattern in patterns:
         found: list[str] = []
-        for expanded in expand_braces(pattern):
-            local = local_path(expanded)
-            found += _expand_local(local) if local is not None else _expand_url(expanded, storage_options)
+        tree = _brace_tree(pattern)
+        count = _count(tree)
+        if count > MAX_EXPANSIONS:
+            found = _match_braces(pattern, tree, count, storage_options)
+        else:
+            for expanded in _expand(tree):
+                local = local_path(expanded)
+                found += _expand_local(local) if local is not None else _expand_url(expanded, storage_options)
         if not found:
             raise MissingFileError(_nothing_found(pattern), path=pattern)
         if check_shards:
@@ -321,7 +494,8 @@ def _nothing_found(pattern: str) -> str:
     if local is not None and os.path.isdir(local):
         skipped = ", ".join(sorted(SIDECAR_SUFFIXES))
         return f"{pattern}: the directory holds no record file (it lists non-hidden files without {skipped})"
-    if local is not None and not _MAGIC.search(local) and expand_braces(pattern) == [pattern]:
+    tree = _brace_tree(pattern)
+    if local is not None and not _MAGIC.search(local) and _count(tree) == 1 and _expand(tree) == [pattern]:
         return f"{pattern}: no such file"
     return f"{pattern}: matched no file"
 
@@ -351,6 +525,19 @@ def is_file(path: str, storage_options: Mapping[str, Any] | None = None) -> bool
         return os.path.isfile(local)
     fs, inner = _filesystem(path, storage_options)
     return bool(fs.isfile(inner))
+
+
+def missing_file(path: str) -> MissingFileError:
+    """The error for a file of a dataset that is not there when it is read: names it and says why."""
+    if path.startswith("memory://") and multiprocessing.parent_process() is not None:
+        why = (
+            "a memory:// filesystem lives in the process that filled it, and this is another process "
+            "(a reading process of num_workers > 0, a DataLoader worker) that sees it empty: read "
+            "memory:// data with num_workers=0, or put it on a filesystem every process shares"
+        )
+    else:
+        why = "it was there when the dataset was made and has been deleted or moved since"
+    return MissingFileError(f"{path}: no such file: {why}", path=path)
 
 
 def file_size(path: str, storage_options: Mapping[str, Any] | None = None) -> int:

@@ -48,7 +48,9 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ...errors import DatasetStateError, InvalidArgumentError, WorkerError
+from ..pipeline.assemble import check
 from ..pipeline.stage import Context, PipelineRecipe, Run, Stage
+from ..pipeline.state_check import StateField
 from .slots import SlotReader, new_pool_id, unlink_segments
 from .worker import POLL, PULLS_AHEAD, worker_main
 
@@ -213,6 +215,8 @@ class _PoolStage:
         self.starts: list[Any] = list(state["workers"]) if state is not None else [None] * count
         self.done: list[bool] = list(state["done"]) if state is not None else [False] * count
         self.turn: int = state["turn"] if state is not None else 0
+        # Pulls taken from each process since the run began: a process's state is None only before its first.
+        self.pulls: list[int] = list(state["pulls"]) if state is not None else [0] * count
         self.seqs = [0] * count
         self.finished = False
         for index, p in enumerate(pool.processes):
@@ -262,6 +266,7 @@ class _PoolStage:
                 with contextlib.suppress(OSError, ValueError):  # a dead process: its next message says so
                     self.pool.processes[index].send(("received", self.token, seq))  # after the copy
                 self.seqs[index] = seq
+                self.pulls[index] += 1
                 self.turn = (index + 1) % count
                 return items
             if kind == "end":
@@ -285,7 +290,7 @@ class _PoolStage:
             if not found:
                 raise DatasetStateError(f"reading process {index} no longer holds the state asked for")
             workers.append(state)
-        return {"workers": workers, "done": list(self.done), "turn": self.turn}
+        return {"workers": workers, "done": list(self.done), "turn": self.turn, "pulls": list(self.pulls)}
 
     def close(self) -> None:
         self.finished = True
@@ -293,6 +298,28 @@ class _PoolStage:
             if not self.done[index]:
                 with contextlib.suppress(OSError, ValueError):
                     p.send(("cancel",))
+
+
+def check_pool_state(
+    field: StateField, recipe: PipelineRecipe, run: Run, processes: int, epoch: tuple[int, ...]
+) -> None:
+    """Check a saved state of the reading processes' pulls, each process's pipeline state included."""
+    field = field.owned("the reading processes").keys("workers", "done", "turn", "pulls")
+    workers = field["workers"].items()
+    if len(workers) != processes:  # the fingerprint holds num_workers: a state edited by hand
+        field["workers"].fail(f"the states of {processes} reading processes")
+    done = [f.boolean() for f in field["done"].items(processes)]
+    field["turn"].integer(0, processes - 1)
+    pulls = [f.integer(0) for f in field["pulls"].items(processes)]
+    for index, worker in enumerate(workers):
+        if done[index] or not pulls[index]:
+            if not worker.missing:
+                worker.fail(f"None for a process that is done or has handed out nothing (process {index})")
+            continue
+        if worker.missing:
+            worker.fail(f"the pipeline state of process {index}, which has handed out {pulls[index]} pulls")
+        process_run = Run(run.seed, run.consumer.with_process(index, processes))
+        check(recipe, process_run, epoch, worker.owned(f"reading process {index}"))
 
 
 def _died(index: int, exitcode: int | None) -> WorkerError:

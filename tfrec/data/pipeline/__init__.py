@@ -4,7 +4,8 @@
 (ops, stages, the recipe); ``assemble`` decides where each op runs and builds the
 stages; ``interleave`` reads the files (its ``ReadOptions`` say how);
 ``shuffle``, ``elements`` (map, filter), ``batch``, ``take``, ``repeat`` and
-``prefetch`` are the steps; ``decode`` turns records into values.
+``prefetch`` are the steps; ``decode`` turns records into values; ``state_check``
+checks a saved state field by field (each step checks its own fields).
 
 Example:
     >>> ds = tfrec.data.TFRecordDataset("train-*.tfrecord", features=features).shuffle(10_000).batch(1024)

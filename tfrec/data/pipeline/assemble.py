@@ -18,11 +18,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .elements import DecodeOp
-from .interleave import InterleavedRecords
+from .interleave import InterleavedRecords, check_reading_state
 from .prefetch import PrefetchOp
 from .repeat import RepeatOp
 from .shuffle import epoch_files
 from .stage import Context, PipelineRecipe, Run, Stage, raw_after
+from .state_check import StateField
 from .take import SkipOp, TakeOp
 
 # The reading processes run the ops before the first of these: take/skip/repeat count or restart the
@@ -73,6 +74,35 @@ def source_stage(ctx: Context, epoch: tuple[int, ...], state: Any) -> Stage:
     recipe = ctx.recipe
     files = epoch_files(recipe, ctx.run, epoch)
     return InterleavedRecords(files, recipe.options, recipe.cycle_length, state)
+
+
+def check_source(ctx: Context, epoch: tuple[int, ...], field: StateField) -> None:
+    recipe = ctx.recipe
+    check_reading_state(field, epoch_files(recipe, ctx.run, epoch), recipe.options, recipe.cycle_length)
+
+
+def check(
+    recipe: PipelineRecipe,
+    run: Run,
+    epoch: tuple[int, ...],
+    field: StateField,
+    *,
+    source: Callable[[Context, tuple[int, ...], StateField], None] = check_source,
+    raw: bool = True,
+) -> None:
+    """Check a saved state of :func:`build`'s pipeline field by field (DatasetStateError naming one)."""
+    ctx = Context(recipe, run, raw_after(recipe.ops, raw))
+
+    def below(count: int, epoch: tuple[int, ...], field: StateField) -> None:
+        if count == 0:
+            source(ctx, epoch, field)
+            return
+        op = recipe.ops[count - 1]
+        op.check(
+            lambda epoch, up: below(count - 1, epoch, up), ctx, count - 1, epoch, field.owned(op.describe())
+        )
+
+    below(len(recipe.ops), epoch, field)
 
 
 def build(

@@ -20,7 +20,8 @@ import numpy as np
 from ...errors import TfrecError
 from ...example import RaggedArray, SparseArray
 from .decode import Decoder
-from .stage import Context, Op, Stage, Upstream, up_state
+from .stage import Context, Op, Stage, Upstream, UpstreamCheck, up_state
+from .state_check import StateField
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,17 @@ class BatchOp(Op):
         decoder = ctx.recipe.decoder if ctx.raw_inputs[position] else None
         return _BatchStage(self, upstream(epoch, up_state(state)), decoder, state)
 
+    def check(
+        self, upstream: UpstreamCheck, ctx: Context, position: int, epoch: tuple[int, ...], field: StateField
+    ) -> None:
+        field = field.keys("up", "pending", "done")
+        done = field["done"].boolean()
+        field["pending"].elements(ctx.raw_inputs[position])
+        if field["up"].missing != done:
+            field["up"].fail("None once the input is done, else the state of the step before")
+        if not done:
+            upstream(epoch, field["up"])
+
     def describe(self) -> str:
         return f"batch({self.size}, drop_remainder={self.drop_remainder}, pad={self.pad!r})"
 
@@ -45,14 +57,25 @@ class _BatchStage:
         self.op, self.up, self.decoder = op, up, decoder
         self.pending: list[Any] = list(state["pending"]) if state is not None else []
         self.done = bool(state["done"]) if state is not None else False
+        self.error: TfrecError | None = None  # raised once the elements before it are out
 
     def pull(self) -> list[Any]:
         size = self.op.size
-        while len(self.pending) < size and not self.done:
+        if self.error is not None and not self.pending:
+            error, self.error = self.error, None
+            raise error
+        while len(self.pending) < size and not self.done and self.error is None:
             try:
                 self.pending += self.up.pull()
             except StopIteration:
                 self.done = True
+            except TfrecError as exc:  # damage: the elements before it first, as a short batch
+                if not self.pending:
+                    raise
+                self.error = exc
+        if self.error is not None:
+            items, self.pending = self.pending[:size], self.pending[size:]
+            return [self._batch(items)]
         if not self.pending or (len(self.pending) < size and self.op.drop_remainder):
             self.pending = []
             raise StopIteration

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from ...arguments import check_count
-from ...errors import InvalidArgumentError
+from ...errors import DatasetStateError, InvalidArgumentError
 from ...features import FeaturesDict
 from ..parallel.pool import IdlePool
 from ..paths import expand_paths
@@ -199,7 +199,7 @@ class TFRecordDataset:
 
     def resume(self, state: Mapping[str, Any]) -> DatasetIterator:
         """An iterator that continues exactly where the one that saved ``state`` stood."""
-        return self._iterator(state)
+        return self._iterator(_saved(state))
 
     def with_state(self, state: Mapping[str, Any]) -> TFRecordDataset:
         """This dataset, whose iterators start where the one that saved ``state`` stood.
@@ -211,7 +211,7 @@ class TFRecordDataset:
             >>> for batch in ds: ...   # continues after the batches the saved state had handed out
         """
         copy = self._copy()
-        copy._state = dict(state)
+        copy._state = dict(_saved(state))
         return copy
 
     def _iterator(self, state: Mapping[str, Any] | None) -> DatasetIterator:
@@ -233,6 +233,14 @@ class TFRecordDataset:
     def __repr__(self) -> str:
         ops = "".join(f".{op.describe()}" for op in self._recipe.ops)
         return f"TFRecordDataset({len(self._recipe.files)} files, num_workers={self._num_workers}){ops}"
+
+
+def _saved(state: Any) -> Mapping[str, Any]:
+    if not isinstance(state, Mapping):
+        raise DatasetStateError(
+            f"a saved iterator state is a dict (DatasetIterator.state()), not {state!r:.60}"
+        )
+    return state
 
 
 def _options(name: str, value: T | None, kind: type[T]) -> T:

@@ -27,13 +27,14 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ...arguments import ON_ERROR, check_choice, check_count
-from ...errors import TfrecError
+from ...errors import DatasetStateError, TfrecError
 from ...record import RecordReader, resolve_compression
 from ...record.frame import FRAMING
-from ..paths import local_path, open_binary
+from ..paths import file_size, local_path, missing_file, open_binary
 from ..sharding.ranges import FileRange
+from .state_check import StateField
 
-__all__ = ["InterleavedRecords", "ReadOptions"]
+__all__ = ["InterleavedRecords", "ReadOptions", "check_reading_state"]
 
 RECORDS_AHEAD = 256  # records read ahead per open file
 RECORDS_PER_PULL = 1024  # records handed out per pull, at least
@@ -76,18 +77,21 @@ class ReadOptions:
         compression = resolve_compression(self.compression, path)
         source: str | IO[bytes] | None = local_path(path)
         stream = None
-        if source is None:
-            source = stream = open_binary(path, self.storage_options)
-            with contextlib.suppress(AttributeError):
-                stream.name = path  # type: ignore[misc]  # errors then name the URL
-        reader = RecordReader(
-            source,
-            compression,
-            verify_checksums=self.verify_checksums,
-            on_error=self.on_error,  # type: ignore[arg-type]
-            start_offset=offset,
-            start_index=index,
-        )
+        try:
+            if source is None:
+                source = stream = open_binary(path, self.storage_options)
+                with contextlib.suppress(AttributeError):
+                    stream.name = path  # type: ignore[misc]  # errors then name the URL
+            reader = RecordReader(
+                source,
+                compression,
+                verify_checksums=self.verify_checksums,
+                on_error=self.on_error,  # type: ignore[arg-type]
+                start_offset=offset,
+                start_index=index,
+            )
+        except FileNotFoundError as exc:  # listed when the dataset was made, gone now
+            raise missing_file(path) from exc
         return reader, stream
 
 
@@ -100,6 +104,7 @@ class _OpenFile:
 
     def __init__(self, position: int, path: str, options: ReadOptions, resume: Sequence[int] | None = None):
         self.position = position  # the file's place in this epoch's list
+        self.path = path
         piece = path if isinstance(path, FileRange) else None
         if resume is None:
             resume = (piece.offset, piece.start, 0) if piece is not None else (0, 0, 0)
@@ -116,6 +121,12 @@ class _OpenFile:
         if skip:
             self.refill(skip)
             self.taken = len(self.ahead)
+            if self.taken < skip and self.error is None:
+                self.close()
+                raise DatasetStateError(
+                    f"{str.__str__(path)}: the state has {skip} records handed out from offset {offset}, "
+                    f"and the file holds {self.taken} there: the state or the file has changed"
+                )
 
     @property
     def available(self) -> int:
@@ -137,6 +148,8 @@ class _OpenFile:
             if not self.ahead:
                 raise
             self.error = exc
+        except FileNotFoundError as exc:  # the reader opens the file on the first read
+            raise missing_file(str.__str__(self.path)) from exc
         if self.end is not None and self.reader.offset > self.end:
             self._trim(self.end)
 
@@ -182,6 +195,57 @@ class _OpenFile:
         self.reader.close()
         if self.stream is not None:
             self.stream.close()
+
+
+def check_reading_state(
+    field: StateField, files: Sequence[str], options: ReadOptions, cycle_length: int
+) -> None:
+    """Check a saved :meth:`InterleavedRecords.state` against this reader's ``files``."""
+    field = field.owned("reading the files").keys("next_file", "turn", "block", "end_of_input", "slots")
+    next_file = field["next_file"].integer(0, len(files))
+    turn = field["turn"].integer(0, cycle_length - 1)
+    block = field["block"].integer(0, options.block_length - 1)
+    if field["end_of_input"].boolean() and next_file < len(files):
+        field["end_of_input"].fail(f"False while files are left ({next_file} of {len(files)} opened)")
+    slots = field["slots"].items(cycle_length)
+    if block and slots[turn].missing:
+        field["block"].fail("0 while the slot whose turn it is holds no file")
+    opened: set[int] = set()
+    for slot in slots:
+        if slot.missing:
+            continue
+        position, offset, index, taken = slot.items(4)
+        where = position.integer(0, next_file - 1)
+        if where in opened:
+            position.fail("a file no other slot reads")
+        opened.add(where)
+        taken.integer(0, RECORDS_AHEAD)
+        _check_position(offset, index, files[where], options)
+    # Files open in order, each in a free slot: when the last file already done was opened, every file
+    # open now and listed before it was open too, and a slot was left for it.
+    done = next_file - 1
+    while done in opened:
+        done -= 1
+    if done >= 0 and sum(p < done for p in opened) >= cycle_length:
+        field["next_file"].fail(
+            f"a count of files opened that leaves file {done} a slot (files {sorted(opened)}, opened "
+            f"before it, are still open in all {cycle_length} slots)",
+            str(next_file),
+        )
+
+
+def _check_position(offset: StateField, index: StateField, path: str, options: ReadOptions) -> None:
+    """A saved position must lie in its file (and in its range of records, for a piece of a file)."""
+    if isinstance(path, FileRange):
+        offset.integer(path.offset, path.end)
+        index.integer(path.start)
+        return
+    at = offset.integer(0)
+    index.integer(0)
+    if at and resolve_compression(options.compression, path) is None:  # compressed: the reader checks
+        size = file_size(path, options.storage_options)
+        if at > size:
+            offset.fail(f"an offset within {path} ({size} bytes)", str(at))
 
 
 class InterleavedRecords:

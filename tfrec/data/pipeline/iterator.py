@@ -20,10 +20,11 @@ from typing import Any
 
 from ...allocator import keep_freed_memory
 from ...errors import DatasetStateError
-from ..parallel.pool import IdlePool, WorkerPool
+from ..parallel.pool import IdlePool, WorkerPool, check_pool_state
 from ..sharding.consumers import Consumer, ShardOptions, detect_consumer, split_among
-from .assemble import build, place
-from .stage import PipelineRecipe, Run, Stage
+from .assemble import Placement, build, check, place
+from .stage import Context, PipelineRecipe, Run, Stage, raw_after
+from .state_check import StateField
 
 __all__ = ["STATE_FORMAT", "DatasetIterator", "fingerprint"]
 
@@ -81,7 +82,7 @@ class DatasetIterator(Iterator[Any]):
         self._fingerprint = fingerprint(recipe, num_workers)
         if state is not None:
             check_state(state, self._fingerprint)
-            seed, epoch = int(state["seed"]), int(state["epoch"])
+            seed, epoch = state["seed"], state["epoch"]
         elif seed is None:
             seed = secrets.randbits(63)
         self._seed, self._epoch = seed, epoch
@@ -99,10 +100,12 @@ class DatasetIterator(Iterator[Any]):
         )
         readers.files(recipe.files)
         self._split = split_of(readers)
-        if state is not None:
-            check_split(state, self._split)
         consumer = readers.with_process(0, 1)
         run = Run(seed, consumer)
+        placement = place(recipe, num_workers)
+        if state is not None:
+            check_split(state, self._split)
+            check_pipeline_state(StateField(state, "state"), placement, run, (epoch,), num_workers)
         self._pool: WorkerPool | None = None
         self._idle: IdlePool | None = None
         self._pool_key: Any = None
@@ -112,7 +115,6 @@ class DatasetIterator(Iterator[Any]):
         if state is not None and state["finished"]:
             return  # nothing left but what was pending
         saved = state["pipeline"] if state is not None else None
-        placement = place(recipe, num_workers)
         if placement.processes is None:
             self._stage = build(placement.consumer, run, (epoch,), saved)
             return
@@ -188,8 +190,10 @@ def split_of(readers: Consumer) -> list[Any]:
 
 
 def check_split(state: Mapping[str, Any], split: list[Any]) -> None:
-    saved = state.get("split")
-    if saved is not None and list(saved) != split:
+    saved = state["split"]
+    if not isinstance(saved, (list, tuple)) or len(saved) != 2:
+        StateField(saved, "state.split").fail('["files" | "records", readers]')
+    if list(saved) != split:
         raise DatasetStateError(
             f"the state was saved reading {saved[0]} split among {saved[1]} reader(s), and this "
             f"iterator reads {split[0]} split among {split[1]}: resume with the same ranks, "
@@ -197,9 +201,18 @@ def check_split(state: Mapping[str, Any], split: list[Any]) -> None:
         )
 
 
+STATE_FIELDS = ("format", "fingerprint", "seed", "epoch", "split", "pipeline", "finished", "pending")
+
+
 def check_state(state: Mapping[str, Any], fingerprint: list[Any]) -> None:
+    """Check what a state says of itself and of the dataset it belongs to (the pipeline comes later)."""
     if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
         raise DatasetStateError(f"not a saved iterator state of this version ({STATE_FORMAT})")
+    field = StateField(state, "state").keys(*STATE_FIELDS)
+    if not isinstance(state["fingerprint"], list) or len(state["fingerprint"]) != len(fingerprint):
+        field["fingerprint"].fail(f"a list of {len(fingerprint)}: {', '.join(FINGERPRINT_PARTS)}")
+    field["seed"].integer(0, 2**128 - 1)
+    field["epoch"].integer(0, 2**62)
     if state["fingerprint"] != fingerprint:
         differ = [
             n for n, a, b in zip(FINGERPRINT_PARTS, state["fingerprint"], fingerprint, strict=False) if a != b
@@ -208,3 +221,27 @@ def check_state(state: Mapping[str, Any], fingerprint: list[Any]) -> None:
             f"the state belongs to another dataset: its {', '.join(differ) or 'layout'} "
             "differ from this one's"
         )
+
+
+def check_pipeline_state(
+    field: StateField, placement: Placement, run: Run, epoch: tuple[int, ...], processes: int
+) -> None:
+    """Check the state's pipeline, its pending elements and whether it is finished, against ``placement``."""
+    finished = field["finished"].boolean()
+    consumer = placement.consumer
+    raw = raw_after(consumer.ops, placement.consumer_raw)[-1]
+    field["pending"].elements(raw and consumer.decoder.raw)
+    pipeline = field["pipeline"].owned("the pipeline")
+    if pipeline.missing != finished:
+        pipeline.fail("None once the iterator is finished, else the state of its pipeline")
+    if finished:
+        return
+    if placement.processes is None:
+        check(consumer, run, epoch, pipeline)
+        return
+    into = placement.processes
+
+    def pool(ctx: Context, epoch: tuple[int, ...], field: StateField) -> None:
+        check_pool_state(field, into, run, processes, epoch)
+
+    check(consumer, run, epoch, pipeline, source=pool, raw=placement.consumer_raw)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .stage import Context, Op, Stage, Upstream, up_state
+from .stage import Context, Op, Stage, Upstream, UpstreamCheck, up_state
+from .state_check import StateField
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,22 @@ class RepeatOp(Op):
         self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
     ) -> Stage:
         return _RepeatStage(self.epochs, upstream, epoch, state)
+
+    def check(
+        self, upstream: UpstreamCheck, ctx: Context, position: int, epoch: tuple[int, ...], field: StateField
+    ) -> None:
+        field = field.keys("up", "epoch", "produced")
+        passes = field["epoch"].integer(0, self.epochs if self.epochs is not None else 2**62)
+        produced = field["produced"].boolean()
+        if self.epochs is not None and passes == self.epochs:
+            if not field["up"].missing or produced:
+                field["up"].fail("None after the last pass")
+        elif field["up"].missing:
+            # A pass with no state left is rebuilt from its start: exact only if it handed out nothing.
+            if produced:
+                field["up"].fail("the state of the current pass, which has handed out elements")
+        else:
+            upstream(_nth(epoch, passes), field["up"])
 
     def describe(self) -> str:
         return f"repeat({self.epochs})"

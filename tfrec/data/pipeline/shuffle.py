@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .stage import Context, Op, PipelineRecipe, Run, Stage, Upstream, up_state
+from ...errors import TfrecError
+from .stage import Context, Op, PipelineRecipe, Run, Stage, Upstream, UpstreamCheck, up_state
+from .state_check import StateField
 
 # Tags that keep the random streams of different purposes apart.
 FILES_TAG = 1
@@ -51,6 +53,18 @@ class ShuffleOp(Op):
             self, upstream(epoch, up_state(state)), ctx.run.generator(SHUFFLE_TAG, position, epoch), state
         )
 
+    def check(
+        self, upstream: UpstreamCheck, ctx: Context, position: int, epoch: tuple[int, ...], field: StateField
+    ) -> None:
+        field = field.keys("up", "rng", "items", "done")
+        done = field["done"].boolean()
+        field["rng"].generator()
+        field["items"].elements(ctx.raw_inputs[position], most=self.buffer_size)
+        if field["up"].missing != done:
+            field["up"].fail("None once the input is done, else the state of the step before")
+        if not done:
+            upstream(epoch, field["up"])
+
     def describe(self) -> str:
         return f"shuffle({self.buffer_size})"
 
@@ -59,6 +73,7 @@ class _ShuffleStage:
     def __init__(self, op: ShuffleOp, up: Stage, rng: np.random.Generator, state: Any) -> None:
         self.up = up
         self.done = False
+        self.error: TfrecError | None = None  # raised once the buffer is drained
         if state is None:
             self.buffer = ShuffleBuffer(op.buffer_size, rng)
         else:
@@ -66,17 +81,23 @@ class _ShuffleStage:
             self.done = state["done"]
 
     def pull(self) -> list[Any]:
-        while not self.done:
+        while not self.done and self.error is None:
             try:
                 new = self.up.pull()
             except StopIteration:
                 self.done = True
+                break
+            except TfrecError as exc:  # damage: what the buffer holds (read before it) comes out first
+                self.error = exc
                 break
             out = self.buffer.push(new)
             if out:
                 return out
         out = self.buffer.drain()
         if not out:
+            if self.error is not None:
+                error, self.error = self.error, None
+                raise error
             raise StopIteration
         return out
 
@@ -93,9 +114,10 @@ class _ShuffleStage:
 
 
 def generator_from_state(state: Mapping[str, Any]) -> np.random.Generator:
-    """A Generator restored from ``bit_generator.state``."""
-    bits = getattr(np.random, state["bit_generator"])()
-    bits.state = dict(state)
+    """A Generator restored from ``bit_generator.state`` (every step's generator is a PCG64's)."""
+    bits = np.random.PCG64()
+    saved: Any = dict(state)
+    bits.state = saved
     return np.random.Generator(bits)
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from ..sharding.consumers import Consumer
 from .decode import Decoder
 from .interleave import ReadOptions
+from .state_check import StateField
 
 
 class Stage(Protocol):
@@ -38,6 +39,8 @@ class Stage(Protocol):
 
 # Builds the stage below an op for an epoch, from a saved state (or None).
 Upstream = Callable[[tuple[int, ...], Any], Stage]
+# Checks a saved state of the stage below an op, for an epoch.
+UpstreamCheck = Callable[[tuple[int, ...], StateField], None]
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,16 @@ class Op:
         self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
     ) -> Stage:
         raise NotImplementedError
+
+    def check(
+        self, upstream: UpstreamCheck, ctx: Context, position: int, epoch: tuple[int, ...], field: StateField
+    ) -> None:
+        """Check ``field``, a saved state of this op's stage, and through ``upstream`` those below it.
+
+        Raises DatasetStateError naming the first field that does not fit. This default is for steps
+        whose state is only their upstream's (``{"up": ...}``).
+        """
+        upstream(epoch, field.keys("up")["up"])
 
     def describe(self) -> str:
         return type(self).__name__

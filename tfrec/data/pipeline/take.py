@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .stage import Context, Op, Stage, Upstream, up_state
+from .stage import Context, Op, Stage, Upstream, UpstreamCheck, up_state
+from .state_check import StateField
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,16 @@ class TakeOp(Op):
     ) -> Stage:
         left = state["left"] if state is not None else self.count
         return _CountStage(upstream(epoch, up_state(state)) if left else None, left, take=True)
+
+    def check(
+        self, upstream: UpstreamCheck, ctx: Context, position: int, epoch: tuple[int, ...], field: StateField
+    ) -> None:
+        field = field.keys("up", "left")
+        left = field["left"].integer(0, self.count)
+        if field["up"].missing != (left == 0):  # reading stops as soon as nothing more is needed
+            field["up"].fail("None once no element is left to take, else the state of the step before")
+        if left:
+            upstream(epoch, field["up"])
 
     def describe(self) -> str:
         return f"take({self.count})"
@@ -35,6 +46,13 @@ class SkipOp(Op):
     ) -> Stage:
         left = state["left"] if state is not None else self.count
         return _CountStage(upstream(epoch, up_state(state)), left, take=False)
+
+    def check(
+        self, upstream: UpstreamCheck, ctx: Context, position: int, epoch: tuple[int, ...], field: StateField
+    ) -> None:
+        field = field.keys("up", "left")
+        field["left"].integer(0, self.count)
+        upstream(epoch, field["up"])
 
     def describe(self) -> str:
         return f"skip({self.count})"
