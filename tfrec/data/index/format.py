@@ -24,14 +24,17 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ...errors import InvalidArgumentError, MissingFileError
+from ...record.files import open_regular
 from ...record.frame import FRAMING
 
 __all__ = [
     "INDEX_SUFFIX",
     "FileIndex",
+    "INDEX_LINE_BYTES",
     "IndexLines",
     "check_index_covers",
     "frames_end",
+    "max_index_size",
     "parse_index",
     "read_index",
     "write_index",
@@ -58,26 +61,58 @@ def write_index(index_path: str | os.PathLike[str], offsets: Iterable[int], leng
         raise
 
 
-def read_index(index_path: str | os.PathLike[str]) -> FileIndex:
+def read_index(index_path: str | os.PathLike[str], *, data_size: int | None = None) -> FileIndex:
     """Read an index file written by :func:`build_index`, DALI's ``tfrecord2idx`` or the ``tfrecord`` package.
+
+    Args:
+        index_path: the index file; it must be a regular file (a FIFO or a
+            device is refused without being read).
+        data_size: the size of the TFRecord file it indexes, when known: an
+            index larger than any index of such a file could be
+            (:func:`max_index_size`) is refused without being read.
 
     Returns:
         ``(offsets, frame_lengths)`` as int64 arrays (empty for an empty file).
 
     Raises:
         MissingFileError: no such file.
-        InvalidArgumentError: the file is not an index (the message names the line).
+        InvalidArgumentError: the file is not an index (the message names the line), is
+            too large for its data file, or is not a regular file.
 
     Example:
         >>> offsets, lengths = tfrec.read_index("train.tfrecord.idx")
     """
     index_path = os.fspath(index_path)
     try:
-        with open(index_path, "rb") as file:
+        fd = open_regular(index_path, purpose="an index file")
+    except MissingFileError:
+        raise MissingFileError(f"{index_path}: no such index file", path=index_path) from None
+    with os.fdopen(fd, "rb") as file:
+        if data_size is None:
             text = file.read()
-    except FileNotFoundError:
-        raise MissingFileError(f"{index_path}: no such index file") from None
+        else:
+            limit = max_index_size(data_size)
+            text = file.read(limit + 1)  # never more, even if the file grows while it is read
+            if len(text) > limit:
+                raise InvalidArgumentError(
+                    f"{index_path}: the index has more than {limit} bytes, more than an index of a "
+                    f"{data_size}-byte file can have ({INDEX_LINE_BYTES} bytes a line, a line per "
+                    f"{FRAMING} bytes at most); is this the index of that file?"
+                )
     return parse_index(text, index_path)
+
+
+INDEX_LINE_BYTES = 64  # longest index line accepted when an index is bounded by its file: 2 x 18 digits and spaces
+
+
+def max_index_size(data_size: int) -> int:
+    """The most bytes an index of a ``data_size``-byte file may have: one line per 16-byte frame at most.
+
+    Example:
+        >>> max_index_size(160)
+        704
+    """
+    return INDEX_LINE_BYTES * (data_size // FRAMING + 1)
 
 
 def parse_index(text: bytes, where: str) -> FileIndex:
