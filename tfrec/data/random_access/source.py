@@ -30,7 +30,7 @@ from ...features import FeaturesDict
 from ...record.files import open_regular
 from ...record.positioned import read_frame, read_frames
 from ..index.chain import check_frame_chain
-from ..index.format import INDEX_SUFFIX, check_index_covers, frames_end, read_index
+from ..index.format import INDEX_SUFFIX, check_index_span, frames_end, read_index
 from ..index.scan import check_uncompressed, scan_index
 from ..paths import expand_paths
 from ..pipeline.decode import check_features_or_spec
@@ -110,7 +110,7 @@ class RecordFileSource:
             size = os.path.getsize(path)
             offsets, lengths = read_index(index_path, data_size=size)
             start = int(offsets[0]) if len(offsets) else 0
-            check_index_covers(index_path, path, start, frames_end(offsets, lengths), size)
+            check_index_span(index_path, path, start, frames_end(offsets, lengths), size)
             gap = np.flatnonzero(offsets[1:] != offsets[:-1] + lengths[:-1])
             if gap.size:
                 raise InvalidArgumentError(
