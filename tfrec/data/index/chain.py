@@ -31,7 +31,7 @@ from ...errors import InvalidArgumentError, RecordError
 from ...record import frame
 from ...record.frame import FRAMING, HEADER
 
-__all__ = ["check_frame_chain", "check_offsets_on_chain", "chain_mismatch"]
+__all__ = ["chain_mismatch", "check_frame_chain", "check_offsets_on_chain"]
 
 _WINDOW = 1 << 20  # bytes of headers (and the small frames between them) read at once
 _HEADER_BYTES = np.arange(HEADER)

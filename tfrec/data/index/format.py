@@ -30,9 +30,9 @@ from ..paths import local_path
 from .chain import chain_mismatch, check_offsets_on_chain
 
 __all__ = [
+    "INDEX_LINE_BYTES",
     "INDEX_SUFFIX",
     "FileIndex",
-    "INDEX_LINE_BYTES",
     "IndexLines",
     "check_index_covers",
     "check_index_span",
@@ -40,8 +40,8 @@ __all__ = [
     "max_index_size",
     "parse_index",
     "parse_lines",
-    "read_index_text",
     "read_index",
+    "read_index_text",
     "write_index",
 ]
 
@@ -112,7 +112,8 @@ def read_index_text(index_path: str, data_size: int | None = None) -> bytes:
     return text
 
 
-INDEX_LINE_BYTES = 64  # longest index line accepted when an index is bounded by its file: 2 x 18 digits and spaces
+# The longest index line accepted when an index is bounded by its file: 2 x 18 digits and spaces.
+INDEX_LINE_BYTES = 64
 
 
 def max_index_size(data_size: int) -> int:

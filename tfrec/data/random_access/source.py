@@ -203,7 +203,9 @@ class RecordFileSource:
         offset = self._flat.item(at)
         index = number - (self._ends_list[shard - 1] if shard else 0)
         try:
-            data = read_frame(fd, offset, self._flat.item(at + 1) - offset, path=self._paths[shard], index=index)
+            data = read_frame(
+                fd, offset, self._flat.item(at + 1) - offset, path=self._paths[shard], index=index
+            )
         except (OSError, RecordError):
             if self._generation == generation:
                 raise
