@@ -24,7 +24,7 @@ from typing import Any, SupportsIndex
 
 import numpy as np
 
-from ...errors import InvalidArgumentError, MissingFileError, OutOfRangeError, RecordError, TfrecError
+from ...errors import InvalidArgumentError, MissingFileError, OutOfRangeError, RecordError
 from ...example import FixedLenFeature, RaggedArray, parse_example, parse_single_example
 from ...features import FeaturesDict
 from ...record.files import open_regular
@@ -39,7 +39,6 @@ __all__ = ["RecordFileSource"]
 
 PathLike = str | os.PathLike[str]
 _BATCH_BYTES = 64 << 20  # __getitems__ verifies up to this many bytes of frames together
-_ATTEMPTS = 3  # reads of one record that close() may interrupt before the read gives up
 
 
 class RecordFileSource:
@@ -193,35 +192,36 @@ class RecordFileSource:
             self._number(record_keys[bad])  # raises the error naming that key
         return numbers.tolist()
 
-    def _read(self, number: int, attempts: int = _ATTEMPTS) -> bytes:
+    def _read(self, number: int) -> bytes:
         shard = bisect.bisect_right(self._ends_list, number)
         generation = self._generation
         fd = self._fds[shard]
         if fd is None:
             fd = self._open(shard)
-        at = number + shard
-        offset = self._flat.item(at)
-        index = number - (self._ends_list[shard - 1] if shard else 0)
         try:
-            data = read_frame(
-                fd, offset, self._flat.item(at + 1) - offset, path=self._paths[shard], index=index
-            )
+            data = self._read_from(fd, shard, number)
         except (OSError, RecordError):
             if self._generation == generation:
                 raise
-            return self._read_again(number, attempts)
+            return self._read_again(shard, number)
         if self._generation != generation:  # closed meanwhile: the descriptor may have been another file's
-            return self._read_again(number, attempts)
+            return self._read_again(shard, number)
         return data
 
-    def _read_again(self, number: int, attempts: int) -> bytes:
-        """Read a record again after close() interrupted its read (the file is reopened)."""
-        if attempts <= 1:
-            raise TfrecError(
-                f"RecordFileSource: record {number} could not be read: the source was closed "
-                f"during each of {_ATTEMPTS} attempts (close() while other threads read)"
-            )
-        return self._read(number, attempts - 1)
+    def _read_from(self, fd: int, shard: int, number: int) -> bytes:
+        at = number + shard
+        offset = self._flat.item(at)
+        index = number - (self._ends_list[shard - 1] if shard else 0)
+        return read_frame(fd, offset, self._flat.item(at + 1) - offset, path=self._paths[shard], index=index)
+
+    def _read_again(self, shard: int, number: int) -> bytes:
+        """Read a record again after close() interrupted its read: under the lock close() takes, so
+        that no close() can interrupt it again (a rare path: only reads that overlapped a close())."""
+        with self._open_lock:
+            fd = self._fds[shard]
+            if fd is None:
+                fd = self._open_locked(shard)
+            return self._read_from(fd, shard, number)
 
     def _read_many(self, numbers: list[int]) -> list[bytes]:
         if not numbers:
@@ -255,20 +255,21 @@ class RecordFileSource:
     def _open(self, shard: int) -> int:
         with self._open_lock:
             fd = self._fds[shard]
-            if fd is None:
-                path = self._paths[shard]
-                try:
-                    fd = open_regular(path, purpose="RecordFileSource (random access)")
-                except MissingFileError:
-                    raise MissingFileError(
-                        f"{path}: no such file (it was there when the index was made)"
-                    ) from None
-                try:
-                    self._check_file(shard, fd)
-                except BaseException:
-                    os.close(fd)
-                    raise
-                self._fds[shard] = fd
+            return fd if fd is not None else self._open_locked(shard)
+
+    def _open_locked(self, shard: int) -> int:
+        """Open a file and check it is the one indexed (``_open_lock`` held)."""
+        path = self._paths[shard]
+        try:
+            fd = open_regular(path, purpose="RecordFileSource (random access)")
+        except MissingFileError:
+            raise MissingFileError(f"{path}: no such file (it was there when the index was made)") from None
+        try:
+            self._check_file(shard, fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fds[shard] = fd
         return fd
 
     def _check_file(self, shard: int, fd: int) -> None:
@@ -305,7 +306,8 @@ class RecordFileSource:
 
         Safe while other threads read: a read that overlaps ``close()`` reads
         its record again from the reopened file, never from a descriptor that
-        was closed (and may since have been given to another file).
+        was closed (and may since have been given to another file), and never
+        fails because of the close.
         """
         with self._open_lock:
             open_fds = [fd for fd in self._fds if fd is not None]
