@@ -198,8 +198,16 @@ class RecordFileSource:
         fd = self._fds[shard]
         if fd is None:
             fd = self._open(shard)
-        try:
-            data = self._read_from(fd, shard, number)
+        at = number + shard
+        offset = self._flat.item(at)
+        try:  # _read_from, inlined: this is the hot path of __getitem__
+            data = read_frame(
+                fd,
+                offset,
+                self._flat.item(at + 1) - offset,
+                path=self._paths[shard],
+                index=number - (self._ends_list[shard - 1] if shard else 0),
+            )
         except (OSError, RecordError):
             if self._generation == generation:
                 raise
