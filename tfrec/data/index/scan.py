@@ -50,7 +50,8 @@ def scan_index(path: str | os.PathLike[str], *, compression: str | None = "auto"
         ``(offsets, frame_lengths)`` as int64 arrays.
 
     Raises:
-        InvalidArgumentError: the file is compressed.
+        InvalidArgumentError: the file is compressed, or is not a regular file (a FIFO or a
+            device is refused without waiting on it).
         ChecksumError: a length CRC does not match (a damaged header).
         TruncatedRecordError: the file ends inside a frame.
 

@@ -58,7 +58,10 @@ class RecordFileSource:
     The source is thread-safe (positioned reads, no shared file position),
     deterministic, and picklable: a copy reopens its files on first use. Both
     CRCs of every record are checked on every read; a damaged record raises a
-    :class:`~tfrec.RecordError` naming the file, record and byte offset.
+    :class:`~tfrec.RecordError` naming the file, record and byte offset. An
+    index file is checked against the file's record headers when the file is
+    first opened (:mod:`tfrec.data.index.chain`): one that points inside a
+    record's data is refused, naming the index file and line.
 
     Example:
         >>> source = tfrec.RecordFileSource(["a.tfrecord", "b.tfrecord"])
