@@ -8,6 +8,7 @@ import gzip
 import itertools
 import json
 import os
+import stat
 import sys
 import zlib
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from ..errors import DecodeError, EncodeError, InvalidArgumentError, SchemaError
 from ..example import decode_sequence_example, encode_example
 from ..features import FeaturesDict, Sequence, describe_features
 from ..record import RecordWriter, resolve_compression
+from ..record.files import describe_kind
 from .peek import SHOWN_BYTES, WHOLE_BYTES, head_rows
 from .progress import progress_bar
 from .reading import Damage, Place, walk
@@ -392,6 +394,12 @@ def salvage(args: argparse.Namespace) -> int:
     source, out = args.bad, args.out
     if not os.path.exists(source):
         raise FileNotFoundError(f"{source}: no such file")
+    mode = os.stat(source).st_mode
+    if not stat.S_ISREG(mode):  # a FIFO or a device may never end: nothing could be reported as lost
+        raise InvalidArgumentError(
+            f"{source} is {describe_kind(mode)}, not a regular file; salvage reads a file "
+            "whose end is known (copy the stream to a file first)"
+        )
     if os.path.abspath(source) == os.path.abspath(out):
         raise ValueError("salvage: OUT must differ from BAD (BAD is read while OUT is written)")
     damage: list[Damage] = []

@@ -301,12 +301,21 @@ def is_listed(name: str) -> bool:
     return os.path.splitext(name)[1].lower() not in SIDECAR_SUFFIXES
 
 
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    """Whether a directory entry is a regular file (or a link to one), as ``os.path.isfile`` says for
+    globs: a link that leads nowhere, a loop of links included, is not a file."""
+    try:
+        return entry.is_file()
+    except OSError:  # ELOOP: DirEntry.is_file() passes it on where os.path.isfile() says False
+        return False
+
+
 def _expand_local(pattern: str) -> list[str]:
     if _MAGIC.search(pattern):
         return sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
     if os.path.isdir(pattern):
         with os.scandir(pattern) as entries:
-            names = sorted(e.name for e in entries if e.is_file() and is_listed(e.name))
+            names = sorted(e.name for e in entries if _is_file(e) and is_listed(e.name))
         return [os.path.join(pattern, name) for name in names]
     return [pattern] if os.path.isfile(pattern) else []
 

@@ -1,7 +1,8 @@
 """The bytes a record reader reads: its file opened, moved to the start, decompressed, read ahead
 (record layer).
 
-A path is opened (and closed) here; a file object is read as it is and never closed. Reading
+A path is opened (and closed) here, and must name a regular file (a FIFO or a device is
+refused at once: see :mod:`~tfrec.record.files`); a file object is read as it is and never closed. Reading
 starts at a byte offset of the decompressed stream: a plain file seeks there, a compressed or
 unseekable stream is read up to it. A damaged gzip or zlib stream is reported as a
 :class:`~tfrec.RecordError` located at the frame being read. No read asks for more than
@@ -17,18 +18,23 @@ Example:
 from __future__ import annotations
 
 import os
-import stat
 import zlib
 from collections.abc import Callable
 from typing import IO
 
 from ..errors import RecordError, TruncatedRecordError
 from .compression import Compression, looks_like, open_decompressed
+from .files import open_regular
 from .read_ahead import ReadAhead
 
 __all__ = ["MAX_READ", "RecordStream"]
 
 MAX_READ = 1 << 24  # largest single read: a corrupt length never allocates more
+# A path must name a regular file (a FIFO would block in open(), a device never ends); a pipe is
+# read when it is handed over as a stream, which says the caller means to wait on it.
+_PIPE_HINT = (
+    "; to read records from a pipe or a device, open it and pass the stream: read_records(open(path, 'rb'))"
+)
 
 
 class RecordStream:
@@ -74,10 +80,10 @@ class RecordStream:
         ``digest`` (a CRC32C) is taken of every block read ahead, in the reading thread.
         """
         if isinstance(self.source, (str, os.PathLike)):
-            self._raw = open(self.source, "rb")  # noqa: SIM115 (closed by close())
-            status = os.fstat(self._raw.fileno())
-            if self.compression is None and stat.S_ISREG(status.st_mode):
-                self.end = status.st_size  # lets a corrupt length fail before any read
+            fd = open_regular(os.fspath(self.source), purpose="reading records by path", hint=_PIPE_HINT)
+            self._raw = open(fd, "rb")  # noqa: SIM115 (closed by close())
+            if self.compression is None:
+                self.end = os.fstat(fd).st_size  # lets a corrupt length fail before any read
                 if start > self.end:
                     raise TruncatedRecordError(
                         f"start_offset {start} is past the end of the file ({self.end} bytes)",

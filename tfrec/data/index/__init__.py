@@ -1,5 +1,6 @@
 """Index files (data layer): DALI's ``tfrecord2idx`` format (:mod:`.format`) and building one by
-scanning a file's headers (:mod:`.scan`). Frames are read at their offsets by the record layer
+scanning a file's headers (:mod:`.scan`); an index is trusted only where it follows the file's
+chain of frames (:mod:`.chain`). Frames are read at their offsets by the record layer
 (:mod:`tfrec.record.positioned`).
 
 Example:

@@ -24,16 +24,24 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ...errors import InvalidArgumentError, MissingFileError
+from ...record.files import open_regular
 from ...record.frame import FRAMING
+from ..paths import local_path
+from .chain import chain_mismatch, check_offsets_on_chain
 
 __all__ = [
+    "INDEX_LINE_BYTES",
     "INDEX_SUFFIX",
     "FileIndex",
     "IndexLines",
     "check_index_covers",
+    "check_index_span",
     "frames_end",
+    "max_index_size",
     "parse_index",
+    "parse_lines",
     "read_index",
+    "read_index_text",
     "write_index",
 ]
 
@@ -58,26 +66,64 @@ def write_index(index_path: str | os.PathLike[str], offsets: Iterable[int], leng
         raise
 
 
-def read_index(index_path: str | os.PathLike[str]) -> FileIndex:
+def read_index(index_path: str | os.PathLike[str], *, data_size: int | None = None) -> FileIndex:
     """Read an index file written by :func:`build_index`, DALI's ``tfrecord2idx`` or the ``tfrecord`` package.
+
+    Args:
+        index_path: the index file; it must be a regular file (a FIFO or a
+            device is refused without being read).
+        data_size: the size of the TFRecord file it indexes, when known: an
+            index larger than any index of such a file could be
+            (:func:`max_index_size`) is refused without being read.
 
     Returns:
         ``(offsets, frame_lengths)`` as int64 arrays (empty for an empty file).
 
     Raises:
         MissingFileError: no such file.
-        InvalidArgumentError: the file is not an index (the message names the line).
+        InvalidArgumentError: the file is not an index (the message names the line), is
+            too large for its data file, or is not a regular file.
 
     Example:
         >>> offsets, lengths = tfrec.read_index("train.tfrecord.idx")
     """
     index_path = os.fspath(index_path)
+    return parse_index(read_index_text(index_path, data_size), index_path)
+
+
+def read_index_text(index_path: str, data_size: int | None = None) -> bytes:
+    """The bytes of an index file, refused unless it is a regular file no larger than ``data_size``
+    allows (see :func:`read_index`)."""
     try:
-        with open(index_path, "rb") as file:
-            text = file.read()
-    except FileNotFoundError:
-        raise MissingFileError(f"{index_path}: no such index file") from None
-    return parse_index(text, index_path)
+        fd = open_regular(index_path, purpose="an index file")
+    except MissingFileError:
+        raise MissingFileError(f"{index_path}: no such index file", path=index_path) from None
+    with os.fdopen(fd, "rb") as file:
+        if data_size is None:
+            return file.read()
+        limit = max_index_size(data_size)
+        text = file.read(limit + 1)  # never more, even if the file grows while it is read
+    if len(text) > limit:
+        raise InvalidArgumentError(
+            f"{index_path}: the index has more than {limit} bytes, more than an index of a "
+            f"{data_size}-byte file can have ({INDEX_LINE_BYTES} bytes a line, a line per "
+            f"{FRAMING} bytes at most); is this the index of that file?"
+        )
+    return text
+
+
+# The longest index line accepted when an index is bounded by its file: 2 x 18 digits and spaces.
+INDEX_LINE_BYTES = 64
+
+
+def max_index_size(data_size: int) -> int:
+    """The most bytes an index of a ``data_size``-byte file may have: one line per 16-byte frame at most.
+
+    Example:
+        >>> max_index_size(160)
+        704
+    """
+    return INDEX_LINE_BYTES * (data_size // FRAMING + 1)
 
 
 def parse_index(text: bytes, where: str) -> FileIndex:
@@ -86,14 +132,19 @@ def parse_index(text: bytes, where: str) -> FileIndex:
     Raises:
         InvalidArgumentError: the text is not an index (the message names the line).
     """
+    offsets, lengths = parse_lines(text, where)
+    _check_index(where, offsets, lengths)
+    return offsets, lengths
+
+
+def parse_lines(text: bytes, where: str) -> FileIndex:
+    """The numbers on the lines of an index's text, checked as text only (not as frames)."""
     if not _INDEX_TEXT.fullmatch(text):
         raise InvalidArgumentError(_index_syntax_error(where, text))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the text was checked: anything unexpected is a bug, not data
         values = np.fromstring(text.decode("ascii"), dtype=np.int64, sep=" ") if text.strip() else _NONE
-    offsets, lengths = np.ascontiguousarray(values[0::2]), np.ascontiguousarray(values[1::2])
-    _check_index(where, offsets, lengths)
-    return offsets, lengths
+    return np.ascontiguousarray(values[0::2]), np.ascontiguousarray(values[1::2])
 
 
 _NONE = np.empty(0, np.int64)
@@ -140,7 +191,7 @@ def frames_end(offsets: Sequence[int] | np.ndarray, lengths: Sequence[int] | np.
     return int(offsets[-1]) + int(lengths[-1]) if len(offsets) else 0
 
 
-def check_index_covers(index_path: str, path: str, start: int, end: int, size: int) -> None:
+def check_index_span(index_path: str, path: str, start: int, end: int, size: int) -> None:
     """Raise InvalidArgumentError unless the index's frames run from byte 0 (``start``) to ``size``.
 
     An index that stops short of the file or reaches past it belongs to
@@ -151,6 +202,35 @@ def check_index_covers(index_path: str, path: str, start: int, end: int, size: i
             f"{index_path}: the index covers bytes {start} to {end} but {path} has {size}: the index "
             f"does not belong to this file (or is out of date); rebuild it with tfrec.build_index({path!r})"
         )
+
+
+def check_index_covers(index_path: str, path: str, start: int, end: int, size: int) -> None:
+    """Raise InvalidArgumentError unless the index spans the file and no offset of it lies inside a frame.
+
+    For readers that start at an index's offsets and follow the frames from
+    there (record ranges): :func:`check_index_span`, then, for local files,
+    every offset whose header is intact must start a frame of the file's chain
+    (:func:`~tfrec.data.index.chain.check_offsets_on_chain`): an offset inside
+    a record's data, where an embedded frame passes every CRC, is refused with
+    its line. Offsets at damaged bytes are left to the reader, which reports
+    them. URLs are not read here: their index is trusted as far as its span.
+
+    Example:
+        >>> check_index_covers("a.tfrecord.idx", "a.tfrecord", 0, 230, os.path.getsize("a.tfrecord"))
+    """
+    check_index_span(index_path, path, start, end, size)
+    local_index, local_data = local_path(index_path), local_path(path)
+    if local_index is None or local_data is None:
+        return
+    offsets, lengths = parse_lines(read_index_text(local_index, size), index_path)
+    fd = open_regular(local_data, purpose="an index check")
+    try:
+        back_to_back = not np.any(offsets[1:] != offsets[:-1] + lengths[:-1])
+        if back_to_back and chain_mismatch(fd, offsets, lengths) is None:
+            return  # the index is the chain (damaged headers aside): every offset starts a frame
+        check_offsets_on_chain(fd, offsets, index_path=index_path, path=path)
+    finally:
+        os.close(fd)
 
 
 class IndexLines:

@@ -12,13 +12,13 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import IO
 
 import numpy as np
 
-from ...errors import InvalidArgumentError, MissingFileError
+from ...errors import InvalidArgumentError
 from ...record import frame, resolve_compression
 from ...record.compression import GZIP_MAGIC
+from ...record.files import open_regular
 from ...record.positioned import read_fully
 from .format import INDEX_SUFFIX, FileIndex, write_index
 
@@ -50,7 +50,8 @@ def scan_index(path: str | os.PathLike[str], *, compression: str | None = "auto"
         ``(offsets, frame_lengths)`` as int64 arrays.
 
     Raises:
-        InvalidArgumentError: the file is compressed.
+        InvalidArgumentError: the file is compressed, or is not a regular file (a FIFO or a
+            device is refused without waiting on it).
         ChecksumError: a length CRC does not match (a damaged header).
         TruncatedRecordError: the file ends inside a frame.
 
@@ -61,7 +62,7 @@ def scan_index(path: str | os.PathLike[str], *, compression: str | None = "auto"
     check_uncompressed(path, compression, purpose="an index")
     offsets: list[int] = []
     lengths: list[int] = []
-    with _open(path) as file:
+    with os.fdopen(open_regular(path, purpose="an index"), "rb") as file:
         fd = file.fileno()
         size = os.fstat(fd).st_size
         window = b""
@@ -90,13 +91,6 @@ def scan_index(path: str | os.PathLike[str], *, compression: str | None = "auto"
             add_length(length + frame.FRAMING)
             pos = end
     return np.array(offsets, np.int64), np.array(lengths, np.int64)
-
-
-def _open(path: str) -> IO[bytes]:
-    try:
-        return open(path, "rb")
-    except FileNotFoundError:
-        raise MissingFileError(f"{path}: no such file") from None
 
 
 def build_index(

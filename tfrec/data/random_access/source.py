@@ -27,8 +27,10 @@ import numpy as np
 from ...errors import InvalidArgumentError, MissingFileError, OutOfRangeError, RecordError
 from ...example import FixedLenFeature, RaggedArray, parse_example, parse_single_example
 from ...features import FeaturesDict
+from ...record.files import open_regular
 from ...record.positioned import read_frame, read_frames
-from ..index.format import INDEX_SUFFIX, check_index_covers, frames_end, read_index
+from ..index.chain import check_frame_chain
+from ..index.format import INDEX_SUFFIX, check_index_span, frames_end, read_index
 from ..index.scan import check_uncompressed, scan_index
 from ..paths import expand_paths
 from ..pipeline.decode import check_features_or_spec
@@ -56,7 +58,10 @@ class RecordFileSource:
     The source is thread-safe (positioned reads, no shared file position),
     deterministic, and picklable: a copy reopens its files on first use. Both
     CRCs of every record are checked on every read; a damaged record raises a
-    :class:`~tfrec.RecordError` naming the file, record and byte offset.
+    :class:`~tfrec.RecordError` naming the file, record and byte offset. An
+    index file is checked against the file's record headers when the file is
+    first opened (:mod:`tfrec.data.index.chain`): one that points inside a
+    record's data is refused, naming the index file and line.
 
     Example:
         >>> source = tfrec.RecordFileSource(["a.tfrecord", "b.tfrecord"])
@@ -86,6 +91,8 @@ class RecordFileSource:
             )
         self._features = features
         self._spec = dict(spec) if spec is not None else None
+        # The index each file's frames came from, or None when they were found by scanning its headers.
+        self._index_paths: list[str | None] = [None] * len(self._paths)
         bounds = [self._load_index(i, indexes) for i in range(len(self._paths))]
         # All files' bounds in one array: record g of file f starts at _flat[g + f], ends at _flat[g + f + 1].
         self._flat = np.concatenate(bounds) if bounds else np.zeros(0, np.int64)
@@ -102,15 +109,17 @@ class RecordFileSource:
         if index_paths is None and not os.path.exists(index_path):
             offsets, lengths = scan_index(path, compression=None)
         else:
-            offsets, lengths = read_index(index_path)
+            size = os.path.getsize(path)
+            offsets, lengths = read_index(index_path, data_size=size)
             start = int(offsets[0]) if len(offsets) else 0
-            check_index_covers(index_path, path, start, frames_end(offsets, lengths), os.path.getsize(path))
+            check_index_span(index_path, path, start, frames_end(offsets, lengths), size)
             gap = np.flatnonzero(offsets[1:] != offsets[:-1] + lengths[:-1])
             if gap.size:
                 raise InvalidArgumentError(
                     f"{index_path}, line {int(gap[0]) + 2}: a gap between frames; an index must list "
                     f"every frame of the file; rebuild it with tfrec.build_index({path!r})"
                 )
+            self._index_paths[shard] = index_path  # its headers are checked when the file is opened
         # Frames are back to back, so offsets alone say where each starts and ends: 8 bytes a record.
         return np.append(offsets, frames_end(offsets, lengths)).astype(np.int64)
 
@@ -120,6 +129,10 @@ class RecordFileSource:
         self._ends_list = self._ends.tolist()
         self._length = int(self._ends[-1]) if self._counts else 0
         self._fds: list[int | None] = [None] * len(self._paths)
+        # Bumped by close() after it empties self._fds and before it closes them: a read that saw the
+        # same number before and after its pread read no descriptor that close() freed (and that the
+        # next open anywhere in the process may have been given, for another file).
+        self._generation = 0
         self._open_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _close_all, self._fds)
         self._batched_spec = self._spec is not None and all(
@@ -184,18 +197,42 @@ class RecordFileSource:
 
     def _read(self, number: int) -> bytes:
         shard = bisect.bisect_right(self._ends_list, number)
+        generation = self._generation
         fd = self._fds[shard]
         if fd is None:
             fd = self._open(shard)
         at = number + shard
         offset = self._flat.item(at)
-        return read_frame(
-            fd,
-            offset,
-            self._flat.item(at + 1) - offset,
-            path=self._paths[shard],
-            index=number - (self._ends_list[shard - 1] if shard else 0),
-        )
+        try:  # _read_from, inlined: this is the hot path of __getitem__
+            data = read_frame(
+                fd,
+                offset,
+                self._flat.item(at + 1) - offset,
+                path=self._paths[shard],
+                index=number - (self._ends_list[shard - 1] if shard else 0),
+            )
+        except (OSError, RecordError):
+            if self._generation == generation:
+                raise
+            return self._read_again(shard, number)
+        if self._generation != generation:  # closed meanwhile: the descriptor may have been another file's
+            return self._read_again(shard, number)
+        return data
+
+    def _read_from(self, fd: int, shard: int, number: int) -> bytes:
+        at = number + shard
+        offset = self._flat.item(at)
+        index = number - (self._ends_list[shard - 1] if shard else 0)
+        return read_frame(fd, offset, self._flat.item(at + 1) - offset, path=self._paths[shard], index=index)
+
+    def _read_again(self, shard: int, number: int) -> bytes:
+        """Read a record again after close() interrupted its read: under the lock close() takes, so
+        that no close() can interrupt it again (a rare path: only reads that overlapped a close())."""
+        with self._open_lock:
+            fd = self._fds[shard]
+            if fd is None:
+                fd = self._open_locked(shard)
+            return self._read_from(fd, shard, number)
 
     def _read_many(self, numbers: list[int]) -> list[bytes]:
         if not numbers:
@@ -206,6 +243,7 @@ class RecordFileSource:
         offsets = self._flat[at]
         lengths = self._flat[at + 1] - offsets
         if int(lengths.sum()) <= _BATCH_BYTES:
+            generation = self._generation
             if len(self._fds) == 1:
                 fds = np.full(len(numbers), self._fds[0] if self._fds[0] is not None else self._open(0))
             else:
@@ -213,34 +251,55 @@ class RecordFileSource:
                     if self._fds[shard] is None:
                         self._open(shard)
                 fds = np.array([-1 if fd is None else fd for fd in self._fds])[shards]
-            records = read_frames(fds, offsets, lengths)
-            if records is not None:
+            try:
+                records = read_frames(fds, offsets, lengths)
+            except OSError:
+                if self._generation == generation:
+                    raise
+                records = None
+            if records is not None and self._generation == generation:
                 return records
-        # Large records, or damage: one by one (read_frame raises the error naming the record).
+        # Large records, damage, or a close() meanwhile: one by one (read_frame raises the error naming
+        # the record; _read reads again what a close() interrupted).
         return [self._read(number) for number in numbers]
 
     def _open(self, shard: int) -> int:
         with self._open_lock:
             fd = self._fds[shard]
-            if fd is None:
-                path = self._paths[shard]
-                try:
-                    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-                except FileNotFoundError:
-                    raise MissingFileError(
-                        f"{path}: no such file (it was there when the index was made)"
-                    ) from None
-                size = os.fstat(fd).st_size
-                expected = self._flat.item(self._ends_list[shard] + shard)  # the file's size
-                if size != expected:
-                    os.close(fd)
-                    raise RecordError(
-                        f"the file has {size} bytes but its index covers {expected}: "
-                        "it changed since the index was made",
-                        path=path,
-                    )
-                self._fds[shard] = fd
+            return fd if fd is not None else self._open_locked(shard)
+
+    def _open_locked(self, shard: int) -> int:
+        """Open a file and check it is the one indexed (``_open_lock`` held)."""
+        path = self._paths[shard]
+        try:
+            fd = open_regular(path, purpose="RecordFileSource (random access)")
+        except MissingFileError:
+            raise MissingFileError(f"{path}: no such file (it was there when the index was made)") from None
+        try:
+            self._check_file(shard, fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fds[shard] = fd
         return fd
+
+    def _check_file(self, shard: int, fd: int) -> None:
+        """Raise unless the open file is the one indexed: its size, and (from an index file) its frames."""
+        path = self._paths[shard]
+        first, last = self._ends_list[shard - 1] + shard if shard else 0, self._ends_list[shard] + shard
+        size = os.fstat(fd).st_size
+        expected = self._flat.item(last)  # the file's size
+        if size != expected:
+            raise RecordError(
+                f"the file has {size} bytes but its index covers {expected}: "
+                "it changed since the index was made",
+                path=path,
+            )
+        index_path = self._index_paths[shard]
+        if index_path is not None:  # an index file may point inside records: check it against the headers
+            bounds = self._flat[first : last + 1]
+            check_frame_chain(fd, bounds[:-1], np.diff(bounds), index_path=index_path, path=path)
+            self._index_paths[shard] = None
 
     # -- life cycle -----------------------------------------------------------------------------------
 
@@ -254,9 +313,19 @@ class RecordFileSource:
         return list(self._counts)
 
     def close(self) -> None:
-        """Close the open files (idempotent); reading again reopens them."""
+        """Close the open files (idempotent); reading again reopens them.
+
+        Safe while other threads read: a read that overlaps ``close()`` reads
+        its record again from the reopened file, never from a descriptor that
+        was closed (and may since have been given to another file), and never
+        fails because of the close.
+        """
         with self._open_lock:
-            _close_all(self._fds)
+            open_fds = [fd for fd in self._fds if fd is not None]
+            self._fds[:] = [None] * len(self._fds)  # first: no read picks up a descriptor being closed
+            self._generation += 1  # then: reads already holding one will notice
+            for fd in open_fds:
+                os.close(fd)
 
     def __enter__(self) -> RecordFileSource:
         return self
@@ -272,6 +341,7 @@ class RecordFileSource:
             "spec": self._spec,
             "flat": self._flat,
             "counts": self._counts,
+            "index_paths": self._index_paths,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -280,6 +350,7 @@ class RecordFileSource:
         self._spec = state["spec"]
         self._flat = state["flat"]
         self._counts = state["counts"]
+        self._index_paths = list(state.get("index_paths", [None] * len(self._paths)))
         self._setup()
 
     def __repr__(self) -> str:
