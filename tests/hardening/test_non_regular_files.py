@@ -102,6 +102,21 @@ def test_an_index_far_larger_than_its_file_is_refused_unread(files: dict[str, st
     assert "more than an index of a" in results["index_path"], results
 
 
+def test_record_ranges_refuse_a_fifo_or_device_as_index(files: dict[str, str]) -> None:
+    split = "tfrec.ShardOptions(shard=(0, 2), shard_by='records', index_paths=[{}])"
+    results = _run(
+        {
+            "fifo": f"list(tfrec.TFRecordDataset([DATA], shard_options={split.format('FIFO')}))",
+            "device": f"list(tfrec.TFRecordDataset([DATA], shard_options={split.format(repr('/dev/zero'))}))",
+        },
+        **files,
+    )
+    assert results["fifo"].startswith("TfrecError InvalidArgumentError"), results
+    assert "a FIFO (named pipe)" in results["fifo"], results
+    assert results["device"].startswith("TfrecError InvalidArgumentError"), results
+    assert "a character device" in results["device"], results
+
+
 def test_a_pipe_given_as_a_stream_is_read(files: dict[str, str]) -> None:
     code = """
 import threading, tfrec

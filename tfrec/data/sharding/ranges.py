@@ -36,8 +36,8 @@ from typing import Any
 
 from ...errors import InvalidArgumentError, ShardingError
 from ...record import resolve_compression
-from ..index.format import INDEX_SUFFIX, IndexLines, check_index_covers
-from ..paths import file_size, is_file, read_bytes
+from ..index.format import INDEX_SUFFIX, IndexLines, check_index_covers, read_index_text
+from ..paths import file_size, is_file, local_path, read_bytes
 
 __all__ = ["FileRange", "RecordRanges", "locate_indexes", "split_records"]
 
@@ -215,7 +215,16 @@ def _pieces(
 
 def _index(path: str, index_path: str, storage_options: Mapping[str, Any] | None) -> IndexLines:
     """The lines of ``path``'s index, once its frames are seen to cover the file from end to end."""
-    lines = IndexLines(read_bytes(os.fspath(index_path), storage_options), index_path)
+    size = file_size(path, storage_options)
+    local = local_path(os.fspath(index_path))
+    # A local index is opened as a regular file and read no further than its data file allows: a FIFO
+    # would block and a device would be read whole.
+    text = (
+        read_index_text(local, size)
+        if local is not None
+        else read_bytes(os.fspath(index_path), storage_options)
+    )
+    lines = IndexLines(text, index_path)
     start = lines.offset(0) if lines.count else 0
-    check_index_covers(index_path, path, start, lines.offset(lines.count), file_size(path, storage_options))
+    check_index_covers(index_path, path, start, lines.offset(lines.count), size)
     return lines
