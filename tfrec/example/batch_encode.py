@@ -76,9 +76,7 @@ def varint_array(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rest = unsigned
     for i in range(int(lengths.max())):  # byte i of every varint that has one
         present = lengths > i
-        byte = (rest & np.uint64(0x7F)).astype(np.uint8) | np.where(lengths > i + 1, 0x80, 0).astype(
-            np.uint8
-        )
+        byte = (rest & np.uint64(0x7F)).astype(np.uint8) | np.where(lengths > i + 1, 0x80, 0).astype(np.uint8)
         out[(starts + i)[present]] = byte[present]
         rest = rest >> np.uint64(7)
     return out, lengths
@@ -168,7 +166,7 @@ def encode_columns(columns: Sequence[Column], count: int) -> list[bytes]:
             for row in rows.tolist():
                 records[row] = _join_one(encoded, row)
         else:
-            for row, record in zip(rows.tolist(), _fill(encoded, rows, len(rows))):
+            for row, record in zip(rows.tolist(), _fill(encoded, rows, len(rows)), strict=True):
                 records[row] = record
     return records
 
@@ -210,7 +208,7 @@ def _fill(encoded: list[_Encoded], rows: np.ndarray | None, count: int) -> list[
     out = np.empty((count, width), np.uint8)
     out[:, : len(outer)] = np.frombuffer(outer, np.uint8)
     at = len(outer)
-    for e, head, size in zip(encoded, heads, sizes):
+    for e, head, size in zip(encoded, heads, sizes, strict=True):
         if head:
             out[:, at : at + len(head)] = np.frombuffer(head, np.uint8)
             at += len(head)

@@ -20,10 +20,11 @@ from __future__ import annotations
 import array
 import contextlib
 import glob
+import itertools
 import os
 import secrets
 import sys
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -46,6 +47,7 @@ __all__ = [
     "pending_name",
     "pending_pattern",
     "record_chunks",
+    "sample_batches",
     "shard_name",
     "shard_suffix",
     "shard_x_of_y",
@@ -79,6 +81,33 @@ def record_chunks(records: Iterable[bytes]) -> Iterator[list[bytes]]:
             size = 0
     if chunk:
         yield chunk
+
+
+def sample_batches(
+    samples: Iterable[Any], serialize_batch: Callable[[list[Any]], list[bytes]]
+) -> Iterator[list[bytes]]:
+    """The records of ``samples``, serialized by ``serialize_batch`` (a FeaturesDict's) in batches
+    of up to :data:`CHUNK_RECORDS` samples and about :data:`CHUNK_BYTES` of records: a batch's size
+    follows the records' mean size, starting small, so that memory holds about one chunk however
+    large the samples.
+
+    Example:
+        >>> [len(b) for b in sample_batches(range(40), lambda xs: [bytes(x) for x in xs])]
+        [16, 24]
+    """
+    size = _FIRST_BATCH
+    iterator = iter(samples)
+    while True:
+        batch = list(itertools.islice(iterator, size))
+        if not batch:
+            return
+        records = serialize_batch(batch)
+        yield records
+        mean = max(1, sum(map(len, records)) // len(records))
+        size = max(1, min(CHUNK_RECORDS, CHUNK_BYTES // mean))
+
+
+_FIRST_BATCH = 16  # samples in the first batch, before their records' size is known
 
 
 def shard_name(prefix: str | os.PathLike[str], index: int, count: int, suffix: str = ".tfrecord") -> str:
@@ -329,10 +358,18 @@ class ShardedWriter:
             The number written.
         """
         count = 0
-        for chunk in record_chunks(map(self._serialize, items)):
+        for chunk in record_chunks(self._serialized(items)):
             self._write_records(chunk)
             count += len(chunk)
         return count
+
+    def _serialized(self, items: Iterable[Any]) -> Iterator[bytes]:
+        """The records of ``items``: samples serialized together, in batches (see sample_batches)."""
+        if self._features is None:
+            yield from map(self._serialize, items)
+            return
+        for batch in sample_batches(items, self._features.serialize_batch):
+            yield from batch
 
     def _serialize(self, item: Any) -> bytes:
         if self._features is not None:
