@@ -148,9 +148,9 @@ def encode_columns(columns: Sequence[Column], count: int) -> list[bytes]:
         >>> encode_columns([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2)[1] == encode_example({"t": b"bc"})
         True
     """
-    encoded = [_encode_column(column, count) for column in columns]
     if not count:
         return []
+    encoded = [_encode_column(column, count) for column in columns]
     if all(e.even for e in encoded):
         return _fill(encoded, None, count)
     layouts, inverse = _layouts([e.lengths for e in encoded if not e.even])
@@ -262,7 +262,7 @@ def _numeric_column(key: str, values: Any) -> Column | None:
         return None  # the row path words the key's error
     if isinstance(values, np.ndarray) and values.ndim >= 1:
         dtype = values.dtype
-        flat = values.reshape(len(values), -1)
+        flat = values.reshape(len(values), int(np.prod(values.shape[1:])))
         if dtype.kind in "bi" or (dtype.kind == "u" and dtype.itemsize < 8):
             return Column(raw_key, wire.INT64, flat.astype(np.int64, copy=False))
         if dtype.kind == "f" and dtype.itemsize <= 4:
