@@ -237,7 +237,7 @@ def encode_examples(columns: Mapping[str, Any]) -> list[bytes]:
         InvalidArgumentError: the columns do not have the same number of rows.
 
     Example:
-        >>> records = tfrec.encode_examples({"id": np.arange(3), "emb": np.ones((3, 4), np.float32)})
+        >>> records = tfrec.example.encode_examples({"id": np.arange(3), "emb": np.ones((3, 4), np.float32)})
         >>> records[1] == tfrec.encode_example({"id": 1, "emb": np.ones(4, np.float32)})
         True
     """
