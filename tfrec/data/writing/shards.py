@@ -358,18 +358,15 @@ class ShardedWriter:
             The number written.
         """
         count = 0
-        for chunk in record_chunks(self._serialized(items)):
+        chunks = (  # samples are serialized together, in batches that are chunks already
+            record_chunks(map(self._serialize, items))
+            if self._features is None
+            else sample_batches(items, self._features.serialize_batch)
+        )
+        for chunk in chunks:
             self._write_records(chunk)
             count += len(chunk)
         return count
-
-    def _serialized(self, items: Iterable[Any]) -> Iterator[bytes]:
-        """The records of ``items``: samples serialized together, in batches (see sample_batches)."""
-        if self._features is None:
-            yield from map(self._serialize, items)
-            return
-        for batch in sample_batches(items, self._features.serialize_batch):
-            yield from batch
 
     def _serialize(self, item: Any) -> bytes:
         if self._features is not None:
