@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -260,7 +260,7 @@ Columnizer = Callable[[list[Any]], list[Column]]  # one feature's values of ever
 
 def compile_batch_encoder(
     features: FeatureConnector, *, exact_floats: bool = False
-) -> Callable[[Sequence[Any]], list[bytes]]:
+) -> Callable[[Iterable[Any]], list[bytes]]:
     """One function: a batch of nested values of ``features`` -> the Example bytes of each.
 
     A feature whose values in the batch are all of one common well-typed form (arrays of its dtype
@@ -273,7 +273,7 @@ def compile_batch_encoder(
     """
     columnize = _columnizer(features, "", exact_floats)
 
-    def serialize_batch(values: Sequence[Any]) -> list[bytes]:
+    def serialize_batch(values: Iterable[Any]) -> list[bytes]:
         rows = values if isinstance(values, list) else list(values)
         return encode_columns(columnize(rows), len(rows))
 
