@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..data import ShardInfo, WriteSummary, write_dataset
+from ..data.writing.chunks import record_chunks
 from ..data.writing.names import TFRECORD_SUFFIXES
-from ..data.writing.shards import record_chunks
 from ..errors import ConvertError, EncodeError, TfrecError
 from ..features import FeaturesDict
 from ..record import RecordWriter

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+from .batch_encode import encode_examples
 from .codec import (
     decode_example,
     decode_sequence_example,
@@ -50,6 +51,7 @@ __all__ = [
     "decode_example",
     "decode_sequence_example",
     "encode_example",
+    "encode_examples",
     "encode_sequence_example",
     "encode_typed_example",
     "float32",

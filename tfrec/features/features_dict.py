@@ -20,7 +20,7 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,7 @@ from .base import (
     to_connector,
 )
 from .sequence import Sequence as SequenceConnector
-from .serializer import compile_encoder
+from .serializer import compile_batch_encoder, compile_encoder
 from .text import ClassLabel
 from .values import EXACT_FLOATS, cast_stored
 
@@ -216,6 +216,36 @@ class FeaturesDict(FeatureConnector):
         finally:
             EXACT_FLOATS.reset(token)
 
+    def serialize_batch(
+        self, examples: Iterable[Mapping[str, Any]], *, sequence_example: bool = False
+    ) -> list[bytes]:
+        """The Example bytes of each nested dict of ``examples``, encoded together: the same bytes as
+        :meth:`serialize_example` on each, made column by column in numpy (much faster for many).
+
+        Raises:
+            EncodeError: a value does not fit its feature; names the key path.
+
+        Example:
+            >>> features = FeaturesDict({"id": np.int64, "text": Text()})
+            >>> records = features.serialize_batch([{"id": 1, "text": "a"}, {"id": 2, "text": "b"}])
+            >>> records[1] == features.serialize_example({"id": 2, "text": "b"})
+            True
+        """
+        if sequence_example:
+            return [self.serialize_example(example, sequence_example=True) for example in examples]
+        if not self.exact_floats:
+            return self._batch_encoder(examples)
+        token = EXACT_FLOATS.set(True)  # read by the Tensors' reference path (to_array)
+        try:
+            return self._batch_encoder(examples)
+        finally:
+            EXACT_FLOATS.reset(token)
+
+    @functools.cached_property
+    def _batch_encoder(self) -> Callable[[Iterable[Any]], list[bytes]]:
+        """This schema's compiled batch encoder, built on first use (not pickled either)."""
+        return compile_batch_encoder(self, exact_floats=self.exact_floats)
+
     @functools.cached_property
     def _encoder(self) -> Callable[[Any], bytes]:
         """This schema's compiled encoder, built on first use (and not pickled: see __getstate__)."""
@@ -224,6 +254,7 @@ class FeaturesDict(FeatureConnector):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.pop("_encoder", None)  # closures do not pickle; rebuilt on first use
+        state.pop("_batch_encoder", None)
         return state
 
     def deserialize_example(self, data: bytes, *, sequence_example: bool = False) -> dict[str, Any]:

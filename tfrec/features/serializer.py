@@ -23,19 +23,20 @@ Example:
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from ..example import wire
+from ..example.batch_encode import RAW, Column, encode_columns
 from ..example.codec import PackedHeads, append_entry, encode_varints, join_entries, varint
 from .base import FeatureConnector, check_keys
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
 from .values import fits
 
-__all__ = ["compile_encoder", "stored_values"]
+__all__ = ["compile_batch_encoder", "compile_encoder", "stored_values"]
 
 Encoder = Callable[[Any, list[bytes]], None]  # (value, parts): append the value's entries to parts
 
@@ -250,3 +251,191 @@ def _text_encoder(text: Text, path: str) -> Encoder:
         parts += (heads[len(data)], data)
 
     return encode
+
+
+# -- batches: one column per feature ------------------------------------------------------------------
+
+Columnizer = Callable[[list[Any]], list[Column]]  # one feature's values of every record -> its columns
+
+
+def compile_batch_encoder(
+    features: FeatureConnector, *, exact_floats: bool = False
+) -> Callable[[Iterable[Any]], list[bytes]]:
+    """One function: a batch of nested values of ``features`` -> the Example bytes of each.
+
+    A feature whose values in the batch are all of one common well-typed form (arrays of its dtype
+    and shape, Python ints, floats, str or bytes) is encoded as a numpy column; any other feature's
+    values go one by one through :func:`compile_encoder`'s closure, so the bytes are those of the
+    per-record encoder.
+
+    Raises (from the returned function):
+        EncodeError: a value does not fit its feature; names the key path.
+    """
+    columnize = _columnizer(features, "", exact_floats)
+
+    def serialize_batch(values: Iterable[Any]) -> list[bytes]:
+        rows = values if isinstance(values, list) else list(values)
+        return encode_columns(columnize(rows), len(rows))
+
+    return serialize_batch
+
+
+def _columnizer(feature: FeatureConnector, path: str, exact_floats: bool) -> Columnizer:
+    children = None if feature.custom else feature.children()
+    if children is not None:
+        return _dict_columnizer(children, path, exact_floats)
+    one = _encoder(feature, path, exact_floats)
+
+    def raw(values: list[Any]) -> list[Column]:  # the per-record closure, value by value
+        entries = []
+        for value in values:
+            parts: list[bytes] = []
+            one(value, parts)
+            entries.append(b"".join(parts))
+        return [Column(b"", RAW, entries)]
+
+    if feature.custom:
+        return raw
+    if (
+        isinstance(feature, Tensor)
+        and type(feature) in (Tensor, Scalar)
+        and feature.encoding is Encoding.NONE
+        and feature.channel_names is None
+        and None not in feature.shape
+    ):
+        column = _tensor_column(feature, path.encode(), exact_floats)
+    elif type(feature) is ClassLabel:
+        column = _label_column(feature, path.encode())
+    elif type(feature) is Text:
+        column = _text_column(path.encode())
+    else:
+        return raw
+
+    def columnize(values: list[Any]) -> list[Column]:
+        found = column(values)
+        return raw(values) if found is None else [found]
+
+    return columnize
+
+
+def _dict_columnizer(features: Mapping[str, FeatureConnector], path: str, exact_floats: bool) -> Columnizer:
+    children = [
+        (name, _columnizer(child, f"{path}/{name}" if path else name, exact_floats))
+        for name, child in features.items()
+    ]
+    names = features.keys()
+
+    def columnize(values: list[Any]) -> list[Column]:
+        for value in values:
+            if type(value) is not dict or value.keys() != names:
+                check_keys(value, features, path)  # raises, unless an other Mapping with the right keys
+        columns: list[Column] = []
+        for name, child in children:
+            columns += child([value[name] for value in values])
+        return columns
+
+    return columnize
+
+
+def _tensor_column(tensor: Tensor, key: bytes, exact_floats: bool) -> Callable[[list[Any]], Column | None]:
+    """A Tensor of known shape as one column, when its values are all arrays of its dtype and shape,
+    or (shape ``()``) all Python values of one type; None otherwise (the per-record path takes them)."""
+    dtype, shape = tensor.dtype, tensor.shape
+    kind = wire.kind_of_dtype(dtype)
+    scalar = shape == ()
+    info = np.iinfo(dtype) if dtype.kind in "iu" else None
+
+    def arrays(values: list[Any]) -> np.ndarray | None:
+        if all(type(v) is np.ndarray and v.dtype == dtype and v.shape == shape for v in values):
+            return np.stack(values).reshape(len(values), -1) if values else None
+        return None
+
+    def column(values: list[Any]) -> Column | None:
+        if not values:
+            return None
+        if kind == wire.BYTES:
+            return _bytes_column(key, values) if scalar else None
+        stacked = arrays(values)
+        if kind == wire.FLOAT:
+            if stacked is not None and dtype != np.float64:
+                return Column(key, kind, stacked.astype(_F4, copy=False))
+            if scalar and dtype == np.float32 and all(type(v) is float for v in values):
+                return _python_floats(key, values, exact_floats)
+            return None
+        if stacked is not None:
+            return Column(key, kind, stacked.view(np.int64) if dtype == np.uint64 else stacked)
+        if scalar and info is not None and all(type(v) is int for v in values):
+            return _python_ints(key, values, int(info.min), int(info.max))
+        if scalar and info is None and all(type(v) is bool for v in values):
+            return Column(key, kind, np.array(values, np.int64)[:, None])
+        return None
+
+    return column
+
+
+def _python_ints(key: bytes, values: list[int], low: int, high: int) -> Column | None:
+    try:
+        array = np.array(values, np.int64)
+    except OverflowError:
+        return None  # beyond int64: the per-record path words the error
+    if int(array.min()) < low or int(array.max()) > high:
+        return None
+    return Column(key, wire.INT64, array[:, None])
+
+
+def _python_floats(key: bytes, values: list[float], exact_floats: bool) -> Column | None:
+    wide = np.array(values, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        narrow = wide.astype(np.float32)
+    if not np.isfinite(narrow).all():  # NaN, inf or a finite value beyond float32: one by one
+        return None
+    if exact_floats and (narrow.astype(np.float64) != wide).any():
+        return None
+    return Column(key, wire.FLOAT, narrow[:, None])
+
+
+def _bytes_column(key: bytes, values: list[Any]) -> Column | None:
+    """str (as UTF-8) or bytes, one per record; None for anything else."""
+    if all(type(v) is bytes for v in values):
+        return Column(key, wire.BYTES, values)
+    if all(type(v) is str for v in values):
+        try:
+            return Column(key, wire.BYTES, [v.encode("utf-8") for v in values])
+        except UnicodeEncodeError:
+            return None
+    return None
+
+
+def _label_column(label: ClassLabel, key: bytes) -> Callable[[list[Any]], Column | None]:
+    def column(values: list[Any]) -> Column | None:
+        if not values:
+            return None
+        if all(type(v) is int for v in values):
+            array = (
+                np.array(values, np.int64) if min(values) >= -1 and max(values) < label.num_classes else None
+            )
+        elif all(type(v) is str for v in values):
+            lookup = label.name_index
+            indexes = [lookup.get(v) for v in values]
+            array = None if None in indexes else np.array(indexes, np.int64)
+        else:
+            array = None
+        return None if array is None else Column(key, wire.INT64, array[:, None])
+
+    return column
+
+
+def _text_column(key: bytes) -> Callable[[list[Any]], Column | None]:
+    def column(values: list[Any]) -> Column | None:
+        if not values:
+            return None
+        if all(type(v) is bytes for v in values):
+            try:
+                for v in values:
+                    v.decode("utf-8")  # checked, stored as given
+            except UnicodeDecodeError:
+                return None
+            return Column(key, wire.BYTES, values)
+        return _bytes_column(key, values)
+
+    return column

@@ -37,47 +37,18 @@ from ...record import RecordWriter, resolve_compression
 from ...record.frame import FRAMING
 from ...record.writer import temporary_path
 from ..index.format import INDEX_SUFFIX, write_index
+from .chunks import CHUNK_RECORDS, record_chunks, sample_batches
 from .names import shard_name, shard_suffix, shard_x_of_y
 from .publish import make_directory, publish_shards
 
 __all__ = [
-    "CHUNK_BYTES",
-    "CHUNK_RECORDS",
     "ShardInfo",
     "ShardedWriter",
     "WriteSummary",
-    "record_chunks",
     "shard_name",
     "shard_x_of_y",
     "write_dataset",
 ]
-
-# write_many serializes records and writes them together in chunks of at most this many records, and
-# of at most CHUNK_BYTES (or one record, when a record is larger): a count alone held 1024 samples
-# whatever their size (6 GiB for 6 MiB images).
-CHUNK_RECORDS = 1024
-CHUNK_BYTES = 16 << 20
-
-
-def record_chunks(records: Iterable[bytes]) -> Iterator[list[bytes]]:
-    """``records`` in lists of at most :data:`CHUNK_RECORDS` records and :data:`CHUNK_BYTES` bytes
-    (a larger record alone), taken one record at a time: memory holds one chunk.
-
-    Example:
-        >>> [len(chunk) for chunk in record_chunks(bytes(10 << 20) for _ in range(3))]
-        [2, 1]
-    """
-    chunk: list[bytes] = []
-    size = 0
-    for record in records:
-        chunk.append(record)
-        size += len(record)
-        if size >= CHUNK_BYTES or len(chunk) == CHUNK_RECORDS:
-            yield chunk
-            chunk = []
-            size = 0
-    if chunk:
-        yield chunk
 
 
 @dataclass(frozen=True)
@@ -290,7 +261,12 @@ class ShardedWriter:
             The number written.
         """
         count = 0
-        for chunk in record_chunks(map(self._serialize, items)):
+        chunks = (  # samples are serialized together, in batches that are chunks already
+            record_chunks(map(self._serialize, items))
+            if self._features is None
+            else sample_batches(items, self._features.serialize_batch)
+        )
+        for chunk in chunks:
             self._write_records(chunk)
             count += len(chunk)
         return count

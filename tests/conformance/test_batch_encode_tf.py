@@ -1,0 +1,86 @@
+"""The batched encoder against TensorFlow 2.21's own serialization (skipped when TensorFlow is absent).
+
+Each record of a batch must be the bytes ``tf.train.Example(...).SerializeToString(deterministic=True)``
+gives (deterministic: map entries sorted by key, so the columns are given in key order).
+Run with ``pytest -m conformance tests/conformance``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tfrec
+from tfrec.features import ClassLabel, FeaturesDict, Tensor, Text
+
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # must be set before TF loads its C++ core
+tf = pytest.importorskip("tensorflow")
+
+pytestmark = pytest.mark.conformance
+
+
+def tf_feature(value: Any) -> Any:
+    values = np.asarray(value).ravel() if not isinstance(value, (bytes, str)) else [value]
+    if isinstance(value, (bytes, str)) or (isinstance(value, list) and value and isinstance(value[0], bytes)):
+        items = [
+            v.encode() if isinstance(v, str) else v for v in (value if isinstance(value, list) else [value])
+        ]
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=items))
+    if values.dtype.kind == "f":
+        return tf.train.Feature(float_list=tf.train.FloatList(value=values.astype(np.float32)))
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values.astype(np.int64)))
+
+
+def tf_example(row: dict[str, Any]) -> bytes:
+    features = tf.train.Features(feature={key: tf_feature(value) for key, value in row.items()})
+    return tf.train.Example(features=features).SerializeToString(deterministic=True)
+
+
+def test_numpy_columns_encode_as_tensorflow() -> None:
+    rng = np.random.default_rng(7)
+    rows = 300
+    edges = np.array([0, 1, 127, 128, 16_383, 16_384, 2**35, 2**63 - 1, -1, -(2**63)])
+    columns = {  # in key order
+        "a_int": rng.integers(0, 1 << 40, rows) >> rng.integers(0, 40, rows),
+        "b_float": rng.standard_normal(rows),
+        "c_emb": rng.standard_normal((rows, 32)).astype(np.float32),
+        "d_edges": rng.choice(edges, (rows, 3)),
+        "e_bytes": [rng.bytes(int(n)) for n in rng.integers(0, 300, rows)],
+        "f_bool": rng.random((rows, 2)) > 0.5,
+        "g_odd": np.array([np.nan, np.inf, -0.0, 1e-40] * (rows // 4), np.float32),
+        "h_empty": np.zeros((rows, 0), np.int64),
+    }
+    records = tfrec.example.encode_examples(columns)
+    for row, record in enumerate(records):
+        assert record == tf_example({key: values[row] for key, values in columns.items()}), row
+
+
+def test_serialize_batch_encodes_as_tensorflow() -> None:
+    features = FeaturesDict(
+        {
+            "embedding": Tensor(shape=(16,), dtype=np.float32),
+            "image": Tensor(shape=(), dtype=str),
+            "label": ClassLabel(num_classes=1000),
+            "text": Text(),
+            "tokens": Tensor(shape=(8,), dtype=np.int64),
+        }
+    )
+    rng = np.random.default_rng(8)
+    samples = [
+        {
+            "embedding": rng.standard_normal(16).astype(np.float32),
+            "image": rng.bytes(int(rng.integers(0, 3000))),
+            "label": int(rng.integers(0, 1000)),
+            "text": f"caption {i} é",
+            "tokens": rng.integers(0, 50_000, 8),
+        }
+        for i in range(200)
+    ]
+    records = features.serialize_batch(samples)
+    for sample, record in zip(samples, records, strict=True):
+        assert record == tf_example(sample)
+    parsed = tf.io.parse_example(records, {"label": tf.io.FixedLenFeature([], tf.int64)})
+    assert parsed["label"].numpy().tolist() == [s["label"] for s in samples]

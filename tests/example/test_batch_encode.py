@@ -1,0 +1,144 @@
+"""The batched columnar encoder against the per-record encoder: the same bytes for every record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import tfrec
+from tfrec.example import wire
+from tfrec.example.batch_encode import RAW, Column, encode_columns, encode_examples, varint_array
+from tfrec.example.codec import append_entry, encode_entries, join_entries
+
+SETTINGS = settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64]
+DTYPES += [np.float16, np.float32, np.float64]
+# Magnitudes at every varint length's edge, so that records of a batch share some layouts only.
+EDGES = [0, 1, 127, 128, 16_383, 16_384, 2**21, 2**35, 2**63 - 1, -1, -(2**63)]
+
+
+@st.composite
+def numeric_columns(draw: st.DrawFn, rows: int) -> np.ndarray:
+    dtype = np.dtype(draw(st.sampled_from(DTYPES)))
+    inner = draw(st.lists(st.integers(0, 3), max_size=2))
+    # float64: within float32's range (beyond it, encode_example refuses); narrower: any value
+    elements = st.floats(width=32) if dtype == np.float64 else None
+    return draw(hnp.arrays(dtype, (rows, *inner), elements=elements))
+
+
+@st.composite
+def any_column(draw: st.DrawFn, rows: int) -> Any:
+    form = draw(st.sampled_from(["numeric", "edges", "bytes", "text", "lists"]))
+    if form == "numeric":
+        return draw(numeric_columns(rows))
+    if form == "edges":
+        width = draw(st.integers(0, 3))
+        return np.array(
+            draw(st.lists(st.sampled_from(EDGES), min_size=rows * width, max_size=rows * width)), np.int64
+        ).reshape(rows, width)
+    if form == "bytes":
+        return draw(st.lists(st.binary(max_size=200), min_size=rows, max_size=rows))
+    if form == "text":
+        return draw(st.lists(st.text(max_size=5), min_size=rows, max_size=rows))
+    items = st.one_of(
+        st.lists(st.integers(-(2**63), 2**63 - 1), max_size=3), st.lists(st.floats(width=32), max_size=3)
+    )
+    return draw(st.lists(items, min_size=rows, max_size=rows))
+
+
+@SETTINGS
+@given(
+    data=st.data(),
+    rows=st.integers(0, 40),
+    keys=st.lists(st.text(min_size=1, max_size=4), max_size=4, unique=True),
+)
+def test_columns_encode_as_each_row_alone(data: st.DataObject, rows: int, keys: list[str]) -> None:
+    columns = {key: data.draw(any_column(rows), label=key) for key in keys}
+    records = encode_examples(columns)
+    assert len(records) == (rows if keys else 0)
+    for row, record in enumerate(records):
+        assert record == tfrec.encode_example({key: values[row] for key, values in columns.items()})
+
+
+@SETTINGS
+@given(
+    data=st.data(),
+    rows=st.integers(1, 60),
+    kinds=st.lists(st.sampled_from([wire.INT64, wire.FLOAT, wire.BYTES, RAW]), min_size=1, max_size=5),
+)
+def test_typed_columns_encode_as_encode_typed_example(
+    data: st.DataObject, rows: int, kinds: list[int]
+) -> None:
+    """Every layout path: the whole batch in one template, layouts of several records, records alone."""
+    columns, per_row = [], [[] for _ in range(rows)]
+    for number, kind in enumerate(kinds):
+        key = f"k{number}".encode()
+        if kind == wire.INT64:
+            width = data.draw(st.integers(0, 3))
+            values = np.array(
+                data.draw(
+                    st.lists(
+                        st.sampled_from(EDGES[:4] if number % 2 else EDGES),
+                        min_size=rows * width,
+                        max_size=rows * width,
+                    )
+                ),
+                np.int64,
+            ).reshape(rows, width)
+            columns.append(Column(key, kind, values))
+            for row in range(rows):
+                per_row[row].append((key, kind, values[row]))
+        elif kind == wire.FLOAT:
+            values = data.draw(hnp.arrays(np.float32, (rows, data.draw(st.integers(0, 3)))))
+            columns.append(Column(key, kind, values))
+            for row in range(rows):
+                per_row[row].append((key, kind, values[row]))
+        else:
+            sizes = st.sampled_from([0, 1, 200]) if data.draw(st.booleans()) else st.just(3)
+            blobs = [bytes(data.draw(sizes)) for _ in range(rows)]
+            if kind == RAW:
+                blobs = [encode_entries({key.decode(): blob}) for blob in blobs]
+            columns.append(Column(key, kind, blobs))
+            for row in range(rows):
+                per_row[row].append(("raw", blobs[row]) if kind == RAW else (key, kind, [blobs[row]]))
+    expected = []
+    for entries in per_row:  # a RAW column's entries are spliced in as they are
+        parts: list[bytes] = []
+        for entry in entries:
+            if entry[0] == "raw":
+                parts.append(entry[1])
+            else:
+                append_entry(parts, *entry)
+        expected.append(join_entries(parts))
+    assert encode_columns(columns, rows) == expected
+
+
+def test_varint_array_edges() -> None:
+    values = np.array([*EDGES, 300], np.int64)
+    data, lengths = varint_array(values)
+    assert lengths.tolist() == [1, 1, 1, 2, 2, 3, 4, 6, 9, 10, 10, 2]
+    assert data.tobytes() == b"".join(
+        tfrec.encode_example({"x": int(v)})[-int(n) :] for v, n in zip(values, lengths, strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    ("columns", "error"),
+    [
+        ({"a": np.arange(3), "b": np.arange(2)}, tfrec.InvalidArgumentError),
+        ({"a": np.array([1e300, 1.0])}, tfrec.EncodeError),
+        ({"a": np.array([2**64 - 1], np.uint64)}, tfrec.EncodeError),
+        ({"a": ["ok", "\ud800"]}, tfrec.EncodeError),
+        ({"a": [object()]}, tfrec.EncodeError),
+    ],
+)
+def test_encode_examples_errors(columns: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        encode_examples(columns)

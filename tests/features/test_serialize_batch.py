@@ -1,0 +1,129 @@
+"""FeaturesDict.serialize_batch against serialize_example: the same bytes for every sample of a batch,
+and an error of the same type for a batch holding a value that does not fit."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_features_property import SCHEMAS, SETTINGS, build, values
+from test_serializer import BENCH_LIKE, COMMON_VALUES, loosened, outcome
+
+import tfrec
+from tfrec.features import ClassLabel, FeaturesDict, Tensor, Text
+
+
+def assert_batch_like_each(features: FeaturesDict, batch: list[Any]) -> None:
+    each = [outcome(features.serialize_example, value) for value in batch]
+    failed = [found for found in each if not isinstance(found, bytes)]
+    if failed:
+        with pytest.raises(tuple({found[0] for found in failed})):
+            features.serialize_batch(batch)
+    else:
+        assert features.serialize_batch(batch) == each
+
+
+@SETTINGS
+@given(data=st.data(), spec=SCHEMAS, size=st.integers(0, 12))
+def test_batch_bytes_equal_serialize_example(data: st.DataObject, spec: tuple[Any, ...], size: int) -> None:
+    features = build(spec)
+    batch = [data.draw(values(spec), label=f"value {i}")[0] for i in range(size)]
+    assert features.serialize_batch(batch) == [features.serialize_example(value) for value in batch]
+    loose = [data.draw(loosened(value), label=f"loosened {i}") for i, value in enumerate(batch)]
+    assert_batch_like_each(features, loose)
+
+
+def test_common_values_in_one_batch() -> None:
+    batch = COMMON_VALUES * 3
+    assert BENCH_LIKE.serialize_batch(batch) == [BENCH_LIKE.serialize_example(value) for value in batch]
+
+
+WORKLOAD = FeaturesDict(
+    {
+        "image": Tensor(shape=(), dtype=str),
+        "label": ClassLabel(num_classes=1000),
+        "embedding": Tensor(shape=(8,), dtype=np.float32),
+        "tokens": Tensor(shape=(4,), dtype=np.int64),
+        "flags": Tensor(shape=(2,), dtype=np.bool_),
+        "ids": Tensor(shape=(3,), dtype=np.uint64),
+        "score": np.float32,
+        "count": np.uint8,
+        "text": Text(),
+    }
+)
+
+
+def workload(count: int, seed: int = 0) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(seed)
+    return [
+        {
+            "image": rng.bytes(int(rng.integers(0, 40))),
+            "label": int(rng.integers(-1, 1000)),
+            "embedding": rng.standard_normal(8).astype(np.float32),
+            "tokens": rng.integers(-(2**40), 2**40, 4) >> rng.integers(0, 40, 4),
+            "flags": rng.random(2) > 0.5,
+            "ids": rng.integers(0, 2**64 - 1, 3, np.uint64, endpoint=True),
+            "score": float(rng.standard_normal()),
+            "count": int(rng.integers(0, 256)),
+            "text": f"caption {rng.integers(10**6)} é",
+        }
+        for _ in range(count)
+    ]
+
+
+def test_a_workload_of_many_layouts() -> None:
+    batch = workload(300)
+    assert WORKLOAD.serialize_batch(batch) == [WORKLOAD.serialize_example(value) for value in batch]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("count", 256),
+        ("count", -1),
+        ("label", 1000),
+        ("label", "nope"),
+        ("score", 1e300),
+        ("text", b"\xff"),
+        ("tokens", np.zeros(5, np.int64)),
+        ("image", 3),
+    ],
+)
+def test_a_value_that_does_not_fit_raises_as_serialize_example(name: str, value: Any) -> None:
+    batch = workload(10)
+    batch[6][name] = value
+    assert_batch_like_each(WORKLOAD, batch)
+    with pytest.raises(tfrec.EncodeError) as info:
+        WORKLOAD.serialize_batch(batch)
+    assert info.value.key == name
+
+
+def test_odd_values_go_one_by_one() -> None:
+    batch = workload(10)
+    batch[2]["score"] = float("nan")
+    batch[3]["embedding"] = batch[3]["embedding"].tolist()
+    batch[4]["label"] = np.int64(5)
+    batch[5]["text"] = b"bytes"
+    assert WORKLOAD.serialize_batch(batch) == [WORKLOAD.serialize_example(value) for value in batch]
+
+
+def test_exact_floats_refuse_in_batches_too() -> None:
+    features = FeaturesDict({"x": np.float32}, exact_floats=True)
+    assert features.serialize_batch([{"x": 0.5}]) == [features.serialize_example({"x": 0.5})]
+    with pytest.raises(tfrec.EncodeError):
+        features.serialize_batch([{"x": 0.5}, {"x": 0.1}])
+
+
+def test_sequence_examples_and_pickling() -> None:
+    features = FeaturesDict({"id": np.int64, "steps": tfrec.features.Sequence(np.int64)})
+    batch = [{"id": 1, "steps": [1, 2]}, {"id": 2, "steps": []}]
+    expected = [features.serialize_example(value, sequence_example=True) for value in batch]
+    assert features.serialize_batch(batch, sequence_example=True) == expected
+    features.serialize_batch(batch)  # compiles the batch encoder
+    twin = pickle.loads(pickle.dumps(features))
+    assert twin.serialize_batch(batch) == features.serialize_batch(batch)
+    assert features.serialize_batch(iter(batch)) == features.serialize_batch(batch)
