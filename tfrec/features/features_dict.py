@@ -239,6 +239,17 @@ class FeaturesDict(FeatureConnector):
         return infos, groups
 
     @functools.cached_property
+    def _kept_as_parsed(self) -> dict[str, bool]:
+        """Per key, whether :meth:`_reshaped` leaves one record's parsed value as it is: stored in its
+        declared dtype (int64, float32), all dimensions known or only the first unknown."""
+        return {
+            key: info.dtype != object
+            and info.dtype == wire.STORED_DTYPE[wire.kind_of_dtype(info.dtype)]
+            and not (None in info.shape and info.shape[0] is not None)
+            for key, info in self._layout[0].items()
+        }
+
+    @functools.cached_property
     def _single_spec(self) -> dict[str, Any]:
         """The parse spec of one record, built once (``deserialize_example`` runs per record)."""
         return self.parse_spec()
@@ -250,7 +261,8 @@ class FeaturesDict(FeatureConnector):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for memo in ("_encoder", "_layout", "_single_spec"):  # closures do not pickle; rebuilt on first use
+        # Memos: closures do not pickle, and all are rebuilt on first use.
+        for memo in ("_encoder", "_layout", "_single_spec", "_kept_as_parsed"):
             state.pop(memo, None)
         return state
 
@@ -260,6 +272,13 @@ class FeaturesDict(FeatureConnector):
             parsed = sequence_storage.deserialize(self, self.parse_spec(batched=True), data, batched=False)
         else:
             parsed = parse_single_example(data, self._single_spec)
+            kept = self._kept_as_parsed
+            if parsed.keys() == kept.keys():  # skip what would leave a value as it is
+                parsed = {
+                    key: value if kept[key] else self._reshaped({key: value}, False)[key]
+                    for key, value in parsed.items()
+                }
+                return self.decode_flat(parsed, "", False)
         return self.decode_flat(self._reshaped(parsed, False), "", False)
 
     def deserialize_batch(
