@@ -315,13 +315,14 @@ def _held(features: Mapping[str, Spec]) -> tuple[tuple[Any, Any, Any], ...] | No
         try:
             hash(spec)
         except TypeError:
-            if not isinstance(spec, tuple) or type(getattr(spec, "shape", None)) is not list:
+            listed = getattr(spec, "shape", None)
+            if not isinstance(spec, tuple) or type(listed) is not list:
                 return None
             try:
-                hash((*spec[1:], *spec.shape))
+                hash((*spec[1:], *listed))
             except TypeError:
                 return None
-            shape = tuple(spec.shape)
+            shape = tuple(listed)
         held.append((key, spec, shape))
     return tuple(held)
 
@@ -332,7 +333,7 @@ def _holds(features: Mapping[str, Spec], held: tuple[tuple[Any, Any, Any], ...])
         return False
     for key, spec, shape in held:
         now = features.get(key)
-        if now is not spec or (shape is not None and tuple(now.shape) != shape):  # type: ignore[union-attr]
+        if now is not spec or (shape is not None and tuple(getattr(now, "shape", ())) != shape):
             return False
     return True
 
