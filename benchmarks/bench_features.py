@@ -14,6 +14,12 @@ Read rows (the same in-memory batches of 1024 records, serialized by tfrec):
   features.deserialize_batch(batch): the nested dict of batched arrays (Text decoded to str);
   tfrec.parse_example(batch, spec) with the equivalent FixedLenFeature spec (the baseline: target,
     deserialize_batch within 1.3x of its time).
+One-record read rows (the first tenth of the records, one call per record):
+  protobuf's own Example.FromString (the floor: parses, builds no arrays);
+  features.deserialize_example(record) and tfrec.parse_single_example(record, spec)
+    (target: each within 5x FromString's time);
+  features.deserialize_batch per record (the batched path, for reference);
+  TensorFlow's eager tf.io.parse_single_example (on a hundredth; skipped without TensorFlow).
 Write rows (one record at a time, from the same Python values, built before timing):
   features.serialize_example(value): checked encoding of the nested value;
   tfrec.encode_example(value): the schema-less codec, for reference (what the checks cost);
@@ -64,9 +70,16 @@ PARSE = "tfrec.parse_example (baseline)"
 SERIALIZE = "features.serialize_example"
 ENCODE = "tfrec.encode_example (no schema)"
 TF_PROTO = "TF tf.train.Example(...).SerializeToString() (baseline)"
+ONE_PROTO = "protobuf Example.FromString (baseline, floor)"
+ONE_DESERIALIZE = "features.deserialize_example"
+ONE_PARSE = "tfrec.parse_single_example"
+ONE_BATCH = "features.deserialize_batch (batches of 1024)"
+ONE_TF = "TF eager tf.io.parse_single_example"
 TARGETS = [  # (row, baseline, bound on the row's time / the baseline's, what the issue asks)
     (DESERIALIZE, PARSE, 1.3, "deserialize_batch within 1.3x of parse_example's time"),
     (SERIALIZE, TF_PROTO, 0.5, "serialize_example at least 2x faster than TF protos"),
+    (ONE_DESERIALIZE, ONE_PROTO, 5.0, "deserialize_example within 5x protobuf's FromString"),
+    (ONE_PARSE, ONE_PROTO, 5.0, "parse_single_example within 5x protobuf's FromString"),
 ]
 
 
@@ -122,6 +135,37 @@ def tf_serialize(tf: Any, values: list[dict[str, Any]]) -> list[bytes]:
         }
         out.append(train.Example(features=train.Features(feature=feature)).SerializeToString())
     return out
+
+
+def one_by_one(call: Any, records: list[bytes]) -> int:
+    for record in records:
+        call(record)
+    return len(records)
+
+
+def tf_parse_single(tf: Any, records: list[bytes]) -> int:
+    spec = {
+        "image": tf.io.FixedLenFeature([], tf.string),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+        "embedding": tf.io.FixedLenFeature([128], tf.float32),
+        "tokens": tf.io.FixedLenFeature([32], tf.int64),
+        "text": tf.io.FixedLenFeature([], tf.string),
+    }
+    return one_by_one(lambda record: tf.io.parse_single_example(record, spec), records)
+
+
+def check_one(records: list[bytes]) -> list[str]:
+    """deserialize_example and parse_single_example give the rows of the batched calls."""
+    problems = []
+    batch = records[:64]
+    rows = FEATURES.deserialize_batch(batch)
+    parsed = tfrec.parse_example(batch, SPEC)
+    for row, record in enumerate(batch):
+        one, single = FEATURES.deserialize_example(record), tfrec.parse_single_example(record, SPEC)
+        for key in SPEC:
+            if not same_arrays(one[key], rows[key][row]) or not same_arrays(single[key], parsed[key][row]):
+                problems.append(f"record {row}: one-record and batched results differ on {key!r}")
+    return problems
 
 
 # -- checks ---------------------------------------------------------------------------------------
@@ -223,6 +267,28 @@ def main(argv: list[str] | None = None) -> int:
     }
     print_table(f"read: batches of {BATCH}", count, read, PARSE)
 
+    problems += check_one(records)
+    some = records[: count // 10]
+    from tfrec.proto import example_pb2  # protobuf's own parser, as the floor
+
+    one = {
+        ONE_PROTO: best_time(
+            lambda: one_by_one(example_pb2.Example.FromString, some), len(some), args.repeat
+        ),
+        ONE_DESERIALIZE: best_time(
+            lambda: one_by_one(FEATURES.deserialize_example, some), len(some), args.repeat
+        ),
+        ONE_PARSE: best_time(
+            lambda: one_by_one(lambda r: tfrec.parse_single_example(r, SPEC), some), len(some), args.repeat
+        ),
+        ONE_BATCH: best_time(lambda: deserialize(some), len(some), args.repeat),
+    }
+    if tf is not None:
+        few = records[: count // 100]
+        seconds = best_time(lambda: tf_parse_single(tf, few), len(few), args.repeat)
+        one[ONE_TF] = seconds * len(some) / len(few)  # per-record time, over the rows' record count
+    print_table("read: one record at a time", len(some), one, ONE_PROTO)
+
     write = {
         SERIALIZE: best_time(lambda: len(serialize(values)), count, args.repeat),
         ENCODE: best_time(lambda: len(encode(values)), count, args.repeat),
@@ -231,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         write[TF_PROTO] = best_time(lambda: len(tf_serialize(tf, values)), count, args.repeat)
     print_table("write: one record at a time", count, write, TF_PROTO if tf is not None else SERIALIZE)
 
-    print_targets({**read, **write})
+    print_targets({**read, **write, **one})
     return 1 if problems else 0
 
 

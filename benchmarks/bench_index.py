@@ -18,6 +18,12 @@ is written under /dev/shm when it exists (disk speed would hide CPU costs) and i
   per record with no checks.
 
 The targets of issue 12: __getitem__ >= 100k records/s; __getitems__ >= 5x that (500k records/s).
+
+With features (a tenth as many image-like records, bench_features.py's workload and FeaturesDict):
+- __getitem__ with features: source[i] for random i, decoded to samples; and what it should cost at
+  most: a raw source[i] plus features.deserialize_example of the same records (target: within 2x).
+- grain: MapDataset.source(source).shuffle(seed=0).batch(256), iterated (target: >= 30k records/s;
+  skipped when grain is not installed).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import runpy
 import sys
 import tempfile
 import time
+from typing import Any
 
 import _common
 import numpy as np
@@ -47,11 +54,63 @@ BATCH = 1024
 SEED = 20240612
 TARGET_GETITEM = 100_000
 TARGET_FACTOR = 5
+TARGET_FEATURES_FACTOR = 2
+TARGET_GRAIN = 30_000
 
 
 def make_records(count: int) -> list[bytes]:
     blob = np.random.default_rng(SEED).bytes(count * SIZE)
     return [blob[i * SIZE : (i + 1) * SIZE] for i in range(count)]
+
+
+RAW_GETITEM = "image-like: raw source[i] (random)"
+FEATURES_GETITEM = "image-like: source[i] with features (random)"
+DESERIALIZE = "image-like: features.deserialize_example (in memory)"
+GRAIN = "image-like: grain MapDataset.source(...).shuffle(seed=0).batch(256)"
+
+
+def with_features(
+    directory: str, count: int, keys: list[int], repeat: int
+) -> tuple[list[tuple[str, float | None, int]], bool]:
+    """Rows of random access to image-like records decoded with bench_features.py's FeaturesDict."""
+    import bench_features
+
+    features = bench_features.FEATURES
+    records = [features.serialize_example(v) for v in bench_features.make_values(count)]
+    path = os.path.join(directory, "image-like.tfrecord")
+    tfrec.write_records(path, records)
+    build_index(path)
+    picks = [key % count for key in keys[: len(keys) // 4]]
+    raw, decoded = RecordFileSource(path), RecordFileSource(path, features=features)
+    ok = bool(decoded[picks[0]]["label"] == features.deserialize_example(records[picks[0]])["label"])
+    if not ok:
+        print("CHECK FAILED: source[i] with features differs from deserialize_example")
+
+    def each(call: Any) -> int:
+        for key in picks:
+            call(key)
+        return len(picks)
+
+    rows: list[tuple[str, float | None, int]] = [
+        (RAW_GETITEM, best_time(lambda: each(raw.__getitem__), len(picks), repeat), len(picks)),
+        (FEATURES_GETITEM, best_time(lambda: each(decoded.__getitem__), len(picks), repeat), len(picks)),
+        (
+            DESERIALIZE,
+            best_time(lambda: each(lambda k: features.deserialize_example(records[k])), len(picks), repeat),
+            len(picks),
+        ),
+    ]
+    if importlib.util.find_spec("grain") is None:
+        print("grain: skipped: not installed")
+    else:
+        import grain
+
+        dataset = grain.MapDataset.source(decoded).shuffle(seed=0).batch(256, drop_remainder=True)
+        total = len(dataset) * 256
+        rows.append((GRAIN, best_time(lambda: sum(len(b["label"]) for b in dataset), total, repeat), total))
+    raw.close()
+    decoded.close()
+    return rows, ok
 
 
 def tfrecord2idx(path: str, index_path: str, repeat: int) -> float | None:
@@ -149,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
             os.close(fd)
             source.close()
 
+        features_rows, features_ok = with_features(directory, count // 10, keys, args.repeat)
+        rows += features_rows
+        ok = ok and features_ok
+
     lines = [("operation", "records/s", "seconds")]
     lines += [(label, f"{n / s:,.0f}" if s else "-", f"{s:.3f}" if s else "-") for label, s, n in rows]
     print()
@@ -160,6 +223,16 @@ def main(argv: list[str] | None = None) -> int:
     goal = TARGET_FACTOR * TARGET_GETITEM
     verdict = "met" if many >= goal else "MISSED"
     print(f"target __getitems__ >= {goal:,}/s: {verdict} ({many / single:.1f}x __getitem__)")
+    decoded = rates[FEATURES_GETITEM]
+    bound = 1 / (1 / rates[RAW_GETITEM] + 1 / rates[DESERIALIZE]) / TARGET_FEATURES_FACTOR
+    verdict = "met" if decoded >= bound else "MISSED"
+    print(
+        f"target __getitem__ with features within {TARGET_FEATURES_FACTOR}x of a raw read + "
+        f"deserialize_example (>= {bound:,.0f}/s): {verdict}"
+    )
+    if GRAIN in rates:
+        verdict = "met" if rates[GRAIN] >= TARGET_GRAIN else "MISSED"
+        print(f"target grain MapDataset >= {TARGET_GRAIN:,}/s: {verdict}")
     return 0 if ok else 1
 
 

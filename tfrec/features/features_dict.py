@@ -52,6 +52,9 @@ from .values import EXACT_FLOATS, cast_stored
 
 __all__ = ["FEATURES_FILE", "FeaturesDict", "labels_file"]
 
+# A child's name, connector and keys (relative to the child, flat), as decode_flat splits them.
+_ChildKeys = tuple[str, FeatureConnector, list[tuple[str, str]]]
+
 FEATURES_FILE = "features.json"  # a dataset's features, in its directory (tensorflow_datasets' name)
 
 
@@ -149,6 +152,14 @@ class FeaturesDict(FeatureConnector):
         return out
 
     def decode_flat(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
+        infos, groups = self._layout
+        if flat.keys() == infos.keys() and groups.keys() == self.features.keys():  # each child's keys known
+            return {
+                name: feature.decode_flat(
+                    {rel: flat[key] for rel, key in groups[name]}, f"{path}/{name}" if path else name, batched
+                )
+                for name, feature in self.features.items()
+            }
         out = {}
         for name, feature in self.features.items():
             prefix = name + "/"
@@ -247,14 +258,42 @@ class FeaturesDict(FeatureConnector):
         return compile_batch_encoder(self, exact_floats=self.exact_floats)
 
     @functools.cached_property
+    def _layout(self) -> tuple[dict[str, TensorInfo], dict[str, list[tuple[str, str]]]]:
+        """The flat infos, and each child's keys (relative, flat): computed once, not on every record."""
+        infos = self.flat_infos()
+        groups = {}
+        for name in self.features:
+            prefix = name + "/"
+            group = [("", name)] if name in infos else []
+            groups[name] = group + [(key[len(prefix) :], key) for key in infos if key.startswith(prefix)]
+        return infos, groups
+
+    @functools.cached_property
+    def _kept_as_parsed(self) -> dict[str, bool]:
+        """Per key, whether :meth:`_reshaped` leaves one record's parsed value as it is: stored in its
+        declared dtype (int64, float32), all dimensions known or only the first unknown."""
+        return {
+            key: info.dtype != object
+            and info.dtype == wire.STORED_DTYPE[wire.kind_of_dtype(info.dtype)]
+            and not (None in info.shape and info.shape[0] is not None)
+            for key, info in self._layout[0].items()
+        }
+
+    @functools.cached_property
+    def _single_spec(self) -> dict[str, Any]:
+        """The parse spec of one record, built once (``deserialize_example`` runs per record)."""
+        return self.parse_spec()
+
+    @functools.cached_property
     def _encoder(self) -> Callable[[Any], bytes]:
         """This schema's compiled encoder, built on first use (and not pickled: see __getstate__)."""
         return compile_encoder(self, exact_floats=self.exact_floats)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.pop("_encoder", None)  # closures do not pickle; rebuilt on first use
-        state.pop("_batch_encoder", None)
+        # Memos: closures do not pickle, and all are rebuilt on first use.
+        for memo in ("_encoder", "_batch_encoder", "_layout", "_single_spec", "_kept_as_parsed"):
+            state.pop(memo, None)
         return state
 
     def deserialize_example(self, data: bytes, *, sequence_example: bool = False) -> dict[str, Any]:
@@ -262,7 +301,14 @@ class FeaturesDict(FeatureConnector):
         if sequence_example:
             parsed = sequence_storage.deserialize(self, self.parse_spec(batched=True), data, batched=False)
         else:
-            parsed = parse_single_example(data, self.parse_spec())
+            parsed = parse_single_example(data, self._single_spec)
+            kept = self._kept_as_parsed
+            if parsed.keys() == kept.keys():  # skip what would leave a value as it is
+                parsed = {
+                    key: value if kept[key] else self._reshaped({key: value}, False)[key]
+                    for key, value in parsed.items()
+                }
+                return self.decode_flat(parsed, "", False)
         return self.decode_flat(self._reshaped(parsed, False), "", False)
 
     def deserialize_batch(
@@ -282,7 +328,7 @@ class FeaturesDict(FeatureConnector):
 
     def _reshaped(self, parsed: dict[str, Any], batched: bool) -> dict[str, Any]:
         """Parsed values in their declared dtypes and shapes (RaggedArray where batch rows differ)."""
-        infos = self.flat_infos()
+        infos = self._layout[0]
         out = {}
         for key, value in parsed.items():
             info = infos[key]

@@ -3,7 +3,8 @@
 ``parse_example`` and ``parse_single_example`` take the same arguments as
 ``tf.io``'s and return the same values, as numpy arrays, :class:`SparseArray`
 and :class:`RaggedArray` (SequenceExamples: :mod:`tfrec.example.sequence_parsing`).
-The specs are validated once into a plan (:mod:`.plan`); a batch is
+The specs are validated once into a plan (:mod:`.plan`); one record in the usual
+form takes a direct path (:mod:`.single`); a batch is
 decoded into columns (:mod:`tfrec.example.columns`); each spec then turns its
 column into output with vectorised numpy (:mod:`.outputs`), and
 the data error TensorFlow would report is raised (:mod:`.checks`).
@@ -30,6 +31,7 @@ from .checks import Checks
 from .inputs import as_records, decode_error, record_names
 from .outputs import spec_output
 from .plan import Plan, Spec, plan_of
+from .single import parse_one
 
 __all__ = ["parse_example", "parse_single_example"]
 
@@ -99,10 +101,16 @@ def parse_single_example(
         raise SchemaError("Invalid argument: features cannot be None.")
     if not features:
         raise SchemaError("Invalid argument: features cannot be empty.")
-    records, single = as_records(serialized)
-    if not single:
-        raise SchemaError("Input serialized must be a scalar")
+    if type(serialized) is bytes:  # the usual call: nothing to convert
+        records: Sequence[bytes] = [serialized]
+    else:
+        records, single = as_records(serialized)
+        if not single:
+            raise SchemaError("Input serialized must be a scalar")
     plan = plan_of(features)
+    parsed = parse_one(plan, records[0])  # the direct path; None leaves the record to the batch path
+    if parsed is not None:
+        return parsed
     try:
         columns = columns_from_features(
             records, [wire.scan_example(records[0], frozenset(plan.reads))], plan.reads

@@ -285,8 +285,60 @@ def _sizes(key: str, size: Any, indices: int) -> list[int]:
 _PLANS: BoundedCache[tuple[object, ...], Plan] = BoundedCache(64)  # plans of the specs seen last
 
 
+# The plans of the spec mappings seen last, by identity: a one-record call (tens of microseconds)
+# cannot afford to freeze its specs into a key. An entry keeps the mapping alive (so its id is not
+# reused) and what the mapping held, compared by identity on each hit, so a mapping changed in
+# place misses. Specs with an unhashable field other than a list shape are never kept here.
+_RECENT: BoundedCache[tuple[int, bool], tuple[object, tuple[tuple[Any, Any, Any], ...], Plan]] = BoundedCache(
+    64
+)
+
+
 def plan_of(features: Mapping[str, Spec], *, sequence: bool = False) -> Plan:
     """The validated plan of ``features``, cached by value: validating costs as much as a small batch."""
+    recent = _RECENT.get((id(features), sequence))
+    if recent is not None and recent[0] is features and _holds(features, recent[1]):
+        return recent[2]
+    plan = _plan_by_value(features, sequence)
+    held = _held(features)
+    if held is not None:
+        _RECENT.put((id(features), sequence), (features, held, plan))
+    return plan
+
+
+def _held(features: Mapping[str, Spec]) -> tuple[tuple[Any, Any, Any], ...] | None:
+    """``(key, spec, shape as a tuple when it is a list)`` of each spec, or None when a spec may change
+    in place otherwise than through a list shape."""
+    held = []
+    for key, spec in features.items():
+        shape = None
+        try:
+            hash(spec)
+        except TypeError:
+            listed = getattr(spec, "shape", None)
+            if not isinstance(spec, tuple) or type(listed) is not list:
+                return None
+            try:
+                hash((*spec[1:], *listed))
+            except TypeError:
+                return None
+            shape = tuple(listed)
+        held.append((key, spec, shape))
+    return tuple(held)
+
+
+def _holds(features: Mapping[str, Spec], held: tuple[tuple[Any, Any, Any], ...]) -> bool:
+    """Whether ``features`` still holds exactly the specs of ``held``."""
+    if len(features) != len(held):
+        return False
+    for key, spec, shape in held:
+        now = features.get(key)
+        if now is not spec or (shape is not None and tuple(getattr(now, "shape", ())) != shape):
+            return False
+    return True
+
+
+def _plan_by_value(features: Mapping[str, Spec], sequence: bool) -> Plan:
     try:
         key = (sequence, *((name, _frozen(spec)) for name, spec in features.items()))
     except TypeError:  # an array in a spec (mutable): validated on every call

@@ -1,0 +1,144 @@
+"""parse_single_example's direct one-record path gives what the batch path gives, errors included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import wirebuild as wb
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tfrec
+from tfrec.example.parse import examples
+
+KEYS = ["a", "b", "label", "tokens"]
+INTS = st.integers(-(2**63), 2**63 - 1)
+FLOATS = st.floats(width=32, allow_nan=False)
+BYTES = st.binary(max_size=6)
+
+
+@st.composite
+def features(draw: st.DrawFn) -> bytes:
+    """One Feature message: a kind, a body laid out packed, loose or empty."""
+    kind = draw(st.sampled_from(["int", "float", "bytes", "none"]))
+    if kind == "none":
+        return b""
+    if kind == "bytes":
+        return wb.strs(*draw(st.lists(BYTES, max_size=4)))
+    values = draw(st.lists(INTS if kind == "int" else FLOATS, max_size=4))
+    loose = draw(st.booleans())
+    if kind == "int":
+        return wb.int64_feature(wb.loose_ints(values) if loose else wb.packed_ints(values) if values else b"")
+    return wb.float_feature(wb.loose_floats(values) if loose else wb.packed_floats(values) if values else b"")
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> dict[str, Any]:
+    keys = draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=3, unique=True))
+    spec: dict[str, Any] = {}
+    for key in keys:
+        dtype = draw(st.sampled_from([tfrec.int64, tfrec.float32, tfrec.string]))
+        if draw(st.booleans()):
+            spec[key] = tfrec.FixedLenSequenceFeature(
+                draw(st.sampled_from([(), (2,)])), dtype, allow_missing=True
+            )
+        else:
+            shape = draw(st.sampled_from([(), (1,), (2,), (3,), (1, 2)]))
+            default = None
+            if draw(st.booleans()):
+                size = int(np.prod(shape))
+                default = np.full(size, b"x" if dtype == tfrec.string else 1, dtype).reshape(shape)
+            spec[key] = tfrec.FixedLenFeature(shape, dtype, default_value=default)
+    return spec
+
+
+def _fitting(draw: st.DrawFn, spec: Any) -> bytes:
+    """A Feature with what ``spec`` asks for, as writers lay it out."""
+    size = int(np.prod(spec.shape))
+    if isinstance(spec, tfrec.FixedLenSequenceFeature):
+        size *= draw(st.integers(1, 3))
+    if spec.dtype == tfrec.string:
+        return wb.strs(*draw(st.lists(BYTES, min_size=size, max_size=size)))
+    if spec.dtype == tfrec.int64:
+        return wb.ints(*draw(st.lists(INTS, min_size=size, max_size=size)))
+    return wb.floats(*draw(st.lists(FLOATS, min_size=size, max_size=size)))
+
+
+@st.composite
+def records(draw: st.DrawFn, spec: dict[str, Any]) -> bytes:
+    """Mostly records that fit ``spec``; some with a feature of another kind, count or layout."""
+    entries = [(key, _fitting(draw, value)) for key, value in spec.items() if draw(st.integers(0, 9))]
+    entries += draw(st.lists(st.tuples(st.sampled_from([*KEYS, "other"]), features()), max_size=2))
+    entries = draw(st.permutations(entries))
+    data = wb.example(*(wb.entry(key, feature) for key, feature in entries))
+    if data and draw(st.integers(0, 9)) == 0:  # now and then a cut or a flipped byte
+        at = draw(st.integers(0, len(data) - 1))
+        data = data[:at] if draw(st.booleans()) else data[:at] + bytes([data[at] ^ 0x08]) + data[at + 1 :]
+    return data
+
+
+def _outcome(data: bytes, spec: dict[str, Any]) -> Any:
+    try:
+        return ("ok", tfrec.parse_single_example(data, spec))
+    except tfrec.TfrecError as exc:
+        return ("error", type(exc), str(exc))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a[0] != b[0]:
+        return False
+    if a[0] == "error":
+        return a == b
+    if list(a[1]) != list(b[1]):
+        return False
+    for x, y in zip(a[1].values(), b[1].values(), strict=True):
+        if type(x) is not type(y) or x.dtype != y.dtype or x.shape != y.shape:
+            return False
+        if x.flags.writeable != y.flags.writeable or not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"):
+            return False
+    return True
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_direct_path_is_the_batch_path(draw: st.DataObject) -> None:
+    spec = draw.draw(specs())
+    data = draw.draw(records(spec))
+    direct = _outcome(data, spec)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(examples, "parse_one", lambda plan, record: None)
+        batch = _outcome(data, spec)
+    assert _same(direct, batch), (direct, batch)
+
+
+def test_usual_record_takes_the_direct_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tfrec.encode_example({"label": 3, "emb": np.ones(4, np.float32), "text": "hi", "tokens": [1, 300]})
+    spec = {
+        "label": tfrec.FixedLenFeature([], tfrec.int64),
+        "emb": tfrec.FixedLenFeature([4], tfrec.float32),
+        "text": tfrec.FixedLenFeature([], tfrec.string),
+        "tokens": tfrec.FixedLenSequenceFeature([], tfrec.int64, allow_missing=True),
+    }
+    taken = []
+    real = examples.parse_one
+    monkeypatch.setattr(examples, "parse_one", lambda plan, record: taken.append(1) or real(plan, record))
+    out = tfrec.parse_single_example(data, spec)
+    assert out["label"] == np.array(3) and out["label"].shape == ()
+    assert out["emb"].dtype == np.float32 and out["emb"].tolist() == [1.0] * 4
+    assert out["text"] == np.array(b"hi", object) and out["text"].dtype == object
+    assert out["tokens"].tolist() == [1, 300]
+    assert taken == [1]
+
+
+def test_spec_changed_in_place_is_validated_again() -> None:
+    data = tfrec.encode_example({"x": [1, 2]})
+    shape = [2]
+    spec = {"x": tfrec.FixedLenFeature(shape, tfrec.int64)}
+    assert tfrec.parse_single_example(data, spec)["x"].shape == (2,)
+    shape[:] = [1, 2]  # the same spec object, another shape
+    assert tfrec.parse_single_example(data, spec)["x"].shape == (1, 2)
+    spec["x"] = tfrec.FixedLenFeature([3], tfrec.int64, default_value=[0, 0, 0])
+    with pytest.raises(tfrec.DecodeError):
+        tfrec.parse_single_example(data, spec)
