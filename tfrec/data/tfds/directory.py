@@ -28,7 +28,14 @@ from ..writing.names import shard_x_of_y
 from ..writing.publish import make_directory
 from ..writing.shards import WriteSummary, write_dataset
 
-__all__ = ["DATASET_INFO_FILE", "TfdsSplit", "from_tfds_dir", "shard_file", "write_tfds_dir"]
+__all__ = [
+    "DATASET_INFO_FILE",
+    "TfdsSplit",
+    "from_tfds_dir",
+    "read_dataset_info",
+    "shard_file",
+    "write_tfds_dir",
+]
 
 DATASET_INFO_FILE = "dataset_info.json"
 _TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"  # tfds' default file name template
@@ -179,15 +186,8 @@ def from_tfds_dir(directory: str | os.PathLike[str], split: str = "train") -> Tf
         >>> source = tfrec.data.RecordFileSource(paths, features=features)
     """
     directory = os.path.expanduser(os.fspath(directory))
+    info = read_dataset_info(directory)
     info_path = os.path.join(directory, DATASET_INFO_FILE)
-    try:
-        with open(info_path, encoding="utf-8") as file:
-            info = json.load(file)
-    except FileNotFoundError:
-        raise MissingFileError(
-            f"{info_path}: no such file; is {directory} a prepared tfds dataset version directory "
-            "({data_dir}/{name}/{version})?"
-        ) from None
     splits = {entry.get("name"): entry for entry in info.get("splits", [])}
     if split not in splits:
         raise InvalidArgumentError(
@@ -214,6 +214,26 @@ def from_tfds_dir(directory: str | os.PathLike[str], split: str = "train") -> Tf
             "are missing)"
         )
     return TfdsSplit(paths, FeaturesDict.load(directory))
+
+
+def read_dataset_info(directory: str) -> dict[str, Any]:
+    """The ``dataset_info.json`` of a prepared tfds version directory, as a dict.
+
+    Example:
+        >>> read_dataset_info(os.path.expanduser("~/tensorflow_datasets/mnist/3.0.1"))["splits"][0]["name"]
+        'test'
+    """
+    info_path = os.path.join(directory, DATASET_INFO_FILE)
+    try:
+        with open(info_path, encoding="utf-8") as file:
+            info: dict[str, Any] = json.load(file)
+    except FileNotFoundError:
+        raise MissingFileError(
+            f"{info_path}: no such file; is {directory} a prepared tfds dataset version directory "
+            "({data_dir}/{name}/{version})?",
+            path=info_path,
+        ) from None
+    return info
 
 
 def shard_file(template: str, dataset: str, split: str, file_format: str, index: int, count: int) -> str:

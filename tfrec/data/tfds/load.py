@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -30,7 +29,7 @@ from ...features import FeaturesDict
 from ...record import read_records
 from ..pipeline.dataset import TFRecordDataset
 from ..random_access.source import RecordFileSource
-from .directory import DATASET_INFO_FILE, shard_file
+from .directory import DATASET_INFO_FILE, read_dataset_info, shard_file
 from .splits import SplitRange, select
 
 __all__ = ["FileRange", "LoadedSplit", "RangeSource", "load_tfds"]
@@ -207,14 +206,8 @@ def load_tfds(
     directory = os.path.join(base, version or _newest_version(base))
     if not os.path.isdir(directory):
         raise MissingFileError(f"{directory}: no such dataset version directory", path=directory)
+    info = read_dataset_info(directory)
     info_path = os.path.join(directory, DATASET_INFO_FILE)
-    try:
-        with open(info_path, encoding="utf-8") as file:
-            info = json.load(file)
-    except FileNotFoundError:
-        raise MissingFileError(
-            f"{info_path}: no such file (is the dataset prepared?)", path=info_path
-        ) from None
     file_format = info.get("fileFormat") or "tfrecord"
     if file_format != "tfrecord":
         raise InvalidArgumentError(
@@ -227,7 +220,7 @@ def load_tfds(
         part
         for selected in ranges
         for part in _file_ranges(
-            directory, info.get("name", match["name"]), entries[selected.split], selected
+            directory, str(info.get("name", match["name"])), entries[selected.split], selected
         )
     ]
     missing = sorted({f.path for f in files if not os.path.exists(f.path)})
