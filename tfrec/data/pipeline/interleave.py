@@ -144,12 +144,12 @@ class _OpenFile:
             return
         try:
             self.ahead.extend(itertools.islice(self.records, count))  # keeps what came before an error
+        except FileNotFoundError as exc:  # opened on the first read; a MissingFileError is one too
+            raise missing_file(str.__str__(self.path)) from exc
         except TfrecError as exc:
             if not self.ahead:
                 raise
             self.error = exc
-        except FileNotFoundError as exc:  # the reader opens the file on the first read
-            raise missing_file(str.__str__(self.path)) from exc
         if self.end is not None and self.reader.offset > self.end:
             self._trim(self.end)
 
