@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .elements import DecodeOp
+from .global_order import check_global_source, global_source
 from .interleave import InterleavedRecords, check_reading_state
 from .prefetch import PrefetchOp
 from .repeat import RepeatOp
@@ -72,12 +73,17 @@ def place(recipe: PipelineRecipe, processes: int) -> Placement:
 
 def source_stage(ctx: Context, epoch: tuple[int, ...], state: Any) -> Stage:
     recipe = ctx.recipe
+    if recipe.global_order is not None:  # global shuffle: records at random, no files interleaved
+        return global_source(ctx, epoch, state)
     files = epoch_files(recipe, ctx.run, epoch)
     return InterleavedRecords(files, recipe.options, recipe.cycle_length, state)
 
 
 def check_source(ctx: Context, epoch: tuple[int, ...], field: StateField) -> None:
     recipe = ctx.recipe
+    if recipe.global_order is not None:  # global shuffle
+        check_global_source(ctx, epoch, field)
+        return
     check_reading_state(field, epoch_files(recipe, ctx.run, epoch), recipe.options, recipe.cycle_length)
 
 

@@ -30,6 +30,7 @@ from ...features import FeaturesDict
 from ..parallel.pool import IdlePool
 from ..paths import expand_paths
 from ..sharding.consumers import ShardOptions
+from ..sharding.permutation import GlobalOrder
 from .batch import BatchOp, pad_ok
 from .decode import Decoder
 from .elements import FilterOp, MapOp
@@ -74,6 +75,14 @@ class TFRecordDataset:
         shard_options: how the files are shared among ranks, DataLoader workers
             and reading processes (:class:`~tfrec.ShardOptions`: ``shard``,
             ``shard_by``, ``index_paths``).
+        global_shuffle: read every record of every file in a new seeded order
+            each epoch (a keyed permutation: no table, no buffer), shared by
+            chunks among ranks, DataLoader workers and reading processes. Files
+            are read at random: uncompressed, each with its index (``{file}.idx``
+            or ``shard_options.index_paths``; without one, the file's headers are
+            scanned once). A state resumes exactly, also with another
+            ``num_workers`` when the steps are ``map``/``batch``/``prefetch``.
+            See :mod:`tfrec.data.pipeline.global_order`.
 
     Example:
         >>> ds = tfrec.TFRecordDataset(
@@ -98,6 +107,7 @@ class TFRecordDataset:
         persistent_workers: bool = False,
         read_options: ReadOptions | None = None,
         shard_options: ShardOptions | None = None,
+        global_shuffle: bool = False,
     ) -> None:
         if seed is not None:
             seed = check_count("seed", seed, allow_zero=True)
@@ -109,6 +119,9 @@ class TFRecordDataset:
             decoder=Decoder(features, spec),
             cycle_length=check_count("cycle_length", cycle_length),
             shuffle_files=bool(shuffle_files),
+            global_order=_global_order(
+                global_shuffle, self._shard_options, options, shuffle_files, cycle_length
+            ),
         )
         _check_index_count(self._shard_options, len(self._recipe.files))
         self._num_workers = check_count("num_workers", num_workers, allow_zero=True)
@@ -249,6 +262,20 @@ def _options(name: str, value: T | None, kind: type[T]) -> T:
     if not isinstance(value, kind):
         raise InvalidArgumentError(f"{name} must be a tfrec.{kind.__name__}, not {type(value).__name__}")
     return value
+
+
+def _global_order(
+    on: bool, sharding: ShardOptions, options: ReadOptions, shuffle_files: bool, cycle_length: int
+) -> GlobalOrder | None:
+    """The global order asked for, once the options that do not apply to it are seen unset."""
+    if not on:
+        return None
+    if shuffle_files or cycle_length != 1 or sharding.shard_by != "auto" or options.on_error != "raise":
+        raise InvalidArgumentError(
+            "global_shuffle=True reads records at random, not files: it takes no shuffle_files, "
+            "cycle_length, shard_by or on_error (every record's checksums are verified, damage raises)"
+        )
+    return GlobalOrder(sharding.index_paths)  # type: ignore[arg-type]  # a tuple of str once checked
 
 
 def _check_index_count(sharding: ShardOptions, files: int) -> None:

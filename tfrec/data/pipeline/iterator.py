@@ -16,6 +16,7 @@ import contextlib
 import os
 import secrets
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ...allocator import keep_freed_memory
@@ -23,6 +24,7 @@ from ...errors import DatasetStateError
 from ..parallel.pool import IdlePool, WorkerPool, check_pool_state
 from ..sharding.consumers import Consumer, ShardOptions, detect_consumer, split_among
 from .assemble import Placement, build, check, place
+from .global_order import chunk_size, elastic, position_of, state_at
 from .stage import Context, PipelineRecipe, Run, Stage, raw_after
 from .state_check import StateField
 
@@ -34,9 +36,11 @@ FINGERPRINT_PARTS = ("files", "reading options", "ops", "decoder", "num_workers"
 
 def fingerprint(recipe: PipelineRecipe, num_workers: int) -> list[Any]:
     """What a saved state must match: files, reading options, ops, decoder and processes."""
+    order = recipe.global_order
     return [
         list(recipe.files),
-        [recipe.cycle_length, recipe.options.block_length, recipe.shuffle_files, recipe.options.compression],
+        [recipe.cycle_length, recipe.options.block_length, recipe.shuffle_files, recipe.options.compression]
+        + (["global", order.chunk] if order is not None else []),
         [op.describe() for op in recipe.ops],
         repr(recipe.decoder),
         num_workers,
@@ -79,32 +83,28 @@ class DatasetIterator(Iterator[Any]):
     ) -> None:
         keep_freed_memory()  # batches of decoded records: see tfrec.allocator
         sharding = shard_options if shard_options is not None else ShardOptions()
+        if recipe.global_order is not None:  # one chunk of the global order is one pull, one batch
+            recipe = replace(recipe, global_order=replace(recipe.global_order, chunk=chunk_size(recipe.ops)))
         self._fingerprint = fingerprint(recipe, num_workers)
         if state is not None:
-            check_state(state, self._fingerprint)
+            check_state(state, self._fingerprint, elastic=elastic(recipe))
             seed, epoch = state["seed"], state["epoch"]
         elif seed is None:
             seed = secrets.randbits(63)
         self._seed, self._epoch = seed, epoch
         # Split now, among every reader: too few files fails here, not in a process.
-        readers = split_among(
-            detect_consumer(sharding.shard).with_process(0, max(num_workers, 1)),
-            recipe.files,
-            shard_by=sharding.shard_by,
-            compression=recipe.options.compression,
-            storage_options=recipe.options.storage_options,
-            index_paths=None
-            if sharding.index_paths is None
-            else [os.fspath(p) for p in sharding.index_paths],
-            shuffle_files=recipe.shuffle_files,
-        )
-        readers.files(recipe.files)
-        self._split = split_of(readers)
+        if recipe.global_order is not None:  # positions are shared, not files: see global_order.py
+            readers = detect_consumer(sharding.shard).with_process(0, max(num_workers, 1))
+            self._split: list[Any] = ["global", readers.ranks * readers.workers]
+        else:
+            readers = self._split_files(recipe, sharding, num_workers)
+            self._split = split_of(readers)
         consumer = readers.with_process(0, 1)
         run = Run(seed, consumer)
         placement = place(recipe, num_workers)
         if state is not None:
             check_split(state, self._split)
+            state = moved(state, recipe, run, epoch, num_workers)
             check_pipeline_state(StateField(state, "state"), placement, run, (epoch,), num_workers)
         self._pool: WorkerPool | None = None
         self._idle: IdlePool | None = None
@@ -126,6 +126,22 @@ class DatasetIterator(Iterator[Any]):
         self._stage = build(
             placement.consumer, run, (epoch,), saved, source=self._pool.stage, raw=placement.consumer_raw
         )
+
+    @staticmethod
+    def _split_files(recipe: PipelineRecipe, sharding: ShardOptions, num_workers: int) -> Consumer:
+        readers = split_among(
+            detect_consumer(sharding.shard).with_process(0, max(num_workers, 1)),
+            recipe.files,
+            shard_by=sharding.shard_by,
+            compression=recipe.options.compression,
+            storage_options=recipe.options.storage_options,
+            index_paths=None
+            if sharding.index_paths is None
+            else [os.fspath(p) for p in sharding.index_paths],
+            shuffle_files=recipe.shuffle_files,
+        )
+        readers.files(recipe.files)
+        return readers
 
     def __iter__(self) -> DatasetIterator:
         return self
@@ -204,8 +220,11 @@ def check_split(state: Mapping[str, Any], split: list[Any]) -> None:
 STATE_FIELDS = ("format", "fingerprint", "seed", "epoch", "split", "pipeline", "finished", "pending")
 
 
-def check_state(state: Mapping[str, Any], fingerprint: list[Any]) -> None:
-    """Check what a state says of itself and of the dataset it belongs to (the pipeline comes later)."""
+def check_state(state: Mapping[str, Any], fingerprint: list[Any], *, elastic: bool = False) -> None:
+    """Check what a state says of itself and of the dataset it belongs to (the pipeline comes later).
+
+    ``elastic``: the state may come from another number of reading processes (``num_workers``).
+    """
     if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
         raise DatasetStateError(f"not a saved iterator state of this version ({STATE_FORMAT})")
     field = StateField(state, "state").keys(*STATE_FIELDS)
@@ -213,7 +232,9 @@ def check_state(state: Mapping[str, Any], fingerprint: list[Any]) -> None:
         field["fingerprint"].fail(f"a list of {len(fingerprint)}: {', '.join(FINGERPRINT_PARTS)}")
     field["seed"].integer(0, 2**128 - 1)
     field["epoch"].integer(0, 2**62)
-    if state["fingerprint"] != fingerprint:
+    if elastic:
+        field["fingerprint"][len(fingerprint) - 1].integer(0)
+    if state["fingerprint"][: -1 if elastic else None] != fingerprint[: -1 if elastic else None]:
         differ = [
             n for n, a, b in zip(FINGERPRINT_PARTS, state["fingerprint"], fingerprint, strict=False) if a != b
         ]
@@ -221,6 +242,24 @@ def check_state(state: Mapping[str, Any], fingerprint: list[Any]) -> None:
             f"the state belongs to another dataset: its {', '.join(differ) or 'layout'} "
             "differ from this one's"
         )
+
+
+def moved(
+    state: Mapping[str, Any], recipe: PipelineRecipe, run: Run, epoch: int, processes: int
+) -> Mapping[str, Any]:
+    """An elastic state saved with another number of reading processes, made for ``processes``.
+
+    The saved pipeline is checked as it was saved; its position (the chunks handed out) is all
+    that moves: the new pipeline state is the one a run with ``processes`` has there.
+    """
+    saved = state["fingerprint"][-1]
+    if saved == processes or state["finished"]:
+        return state
+    check_pipeline_state(StateField(state, "state"), place(recipe, saved), run, (epoch,), saved)
+    target = place(recipe, processes)
+    inner = None if target.processes is None else target.processes.ops
+    pipeline = state_at(position_of(state["pipeline"]), target.consumer.ops, inner, processes)
+    return {**state, "pipeline": pipeline}
 
 
 def check_pipeline_state(

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..sharding.consumers import Consumer
+from ..sharding.permutation import GlobalOrder
 from .decode import Decoder
 from .interleave import ReadOptions
 from .state_check import StateField
@@ -92,6 +93,7 @@ class PipelineRecipe:
     decoder: Decoder = field(default_factory=lambda: Decoder(None, None), compare=False)
     cycle_length: int = 1
     shuffle_files: bool = False
+    global_order: GlobalOrder | None = None  # set: records come in a global shuffled order (global_order.py)
 
 
 @dataclass
