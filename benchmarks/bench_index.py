@@ -24,12 +24,19 @@ With features (a tenth as many image-like records, bench_features.py's workload 
   most: a raw source[i] plus features.deserialize_example of the same records (target: within 2x).
 - grain: MapDataset.source(source).shuffle(seed=0).batch(256), iterated (target: >= 30k records/s;
   skipped when grain is not installed).
+
+Global shuffle (issue 26), on bench_parse.py's records written into 16 indexed shards (image: its
+workload a, ~3.7 KB records; small: its workload b, three scalars): TFRecordDataset(spec=...)
+.batch(1024) reading the files in order, against the same with global_shuffle=True (every record
+at random, a new order per epoch), both parsed to arrays, num_workers=0, on the same cached files.
+Target: global shuffle at >= 50% of the sequential rate.
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import glob
 import importlib.util
 import os
 import random
@@ -44,7 +51,7 @@ import numpy as np
 from _common import best_time, print_lines, scratch_parent, versions
 
 import tfrec
-from tfrec.data import RecordFileSource, ShardedWriter, build_index, read_index
+from tfrec.data import RecordFileSource, ShardedWriter, TFRecordDataset, build_index, read_index
 from tfrec.record import crc_backend
 
 RECORDS = 1_000_000
@@ -56,6 +63,8 @@ TARGET_GETITEM = 100_000
 TARGET_FACTOR = 5
 TARGET_FEATURES_FACTOR = 2
 TARGET_GRAIN = 30_000
+TARGET_GLOBAL_RATIO = 0.5
+GLOBAL_WORKLOADS = {"image": "a", "small": "b"}  # label: bench_parse.py workload
 
 
 def make_records(count: int) -> list[bytes]:
@@ -111,6 +120,30 @@ def with_features(
     raw.close()
     decoded.close()
     return rows, ok
+
+
+def global_shuffle_rows(directory: str, quick: bool, repeat: int) -> list[tuple[str, float | None, int]]:
+    """Rows of sequential reading and of global shuffle over the same 16 indexed shards."""
+    from bench_parse import WORKLOADS, make_records, tfrec_spec
+
+    rows: list[tuple[str, float | None, int]] = []
+    for label, workload in GLOBAL_WORKLOADS.items():
+        records = make_records(workload, quick)
+        prefix = os.path.join(directory, f"global-{label}")
+        with ShardedWriter(prefix, num_shards=16, index=True) as writer:
+            writer.write_many(records)
+        files = sorted(glob.glob(prefix + "-*-of-00016.tfrecord"))
+        spec = tfrec_spec(WORKLOADS[workload][1])
+        key = next(iter(spec))
+        for kind, global_shuffle in (("sequential", False), ("global shuffle", True)):
+            dataset = TFRecordDataset(files, spec=spec, global_shuffle=global_shuffle, seed=0).batch(1024)
+
+            def epoch(dataset: TFRecordDataset = dataset, key: str = key) -> int:
+                return sum(len(batch[key]) for batch in dataset)
+
+            name = f"{label}: {kind}, TFRecordDataset(spec).batch(1024)"
+            rows.append((name, best_time(epoch, len(records), repeat), len(records)))
+    return rows
 
 
 def tfrecord2idx(path: str, index_path: str, repeat: int) -> float | None:
@@ -211,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         features_rows, features_ok = with_features(directory, count // 10, keys, args.repeat)
         rows += features_rows
         ok = ok and features_ok
+        rows += global_shuffle_rows(directory, args.quick, args.repeat)
 
     lines = [("operation", "records/s", "seconds")]
     lines += [(label, f"{n / s:,.0f}" if s else "-", f"{s:.3f}" if s else "-") for label, s, n in rows]
@@ -230,6 +264,14 @@ def main(argv: list[str] | None = None) -> int:
         f"target __getitem__ with features within {TARGET_FEATURES_FACTOR}x of a raw read + "
         f"deserialize_example (>= {bound:,.0f}/s): {verdict}"
     )
+    for label in GLOBAL_WORKLOADS:
+        ratio = (
+            rates[f"{label}: global shuffle, TFRecordDataset(spec).batch(1024)"]
+            / rates[f"{label}: sequential, TFRecordDataset(spec).batch(1024)"]
+        )
+        verdict = "met" if ratio >= TARGET_GLOBAL_RATIO else "MISSED"
+        target = f"target {label}: global shuffle >= {TARGET_GLOBAL_RATIO:.0%} of sequential"
+        print(f"{target}: {verdict} ({ratio:.0%})")
     if GRAIN in rates:
         verdict = "met" if rates[GRAIN] >= TARGET_GRAIN else "MISSED"
         print(f"target grain MapDataset >= {TARGET_GRAIN:,}/s: {verdict}")

@@ -207,9 +207,18 @@ def position_of(pipeline: Any) -> int | None:
         state = state["up"]
     if state is None:
         return None
-    if "workers" in state:
-        return int(sum(state["pulls"]))
-    return int(state["next"])
+    if "workers" not in state:
+        return int(state["next"])
+    pulls = state["pulls"]
+    for n, worker in enumerate(state["workers"]):
+        # Each pull of a process is one of its chunks: its source says how many it handed out.
+        handed = position_of(worker) if worker is not None else (None if state["done"][n] else 0)
+        if handed is not None and handed != pulls[n]:
+            raise DatasetStateError(
+                f"the state's field pipeline.pulls[{n}]: reading process {n} handed out {pulls[n]} pulls "
+                f"by this count and {handed} chunks by its own state"
+            )
+    return int(sum(pulls))
 
 
 def _wrap(ops: Sequence[Op], inner: Any) -> Any:
