@@ -63,7 +63,7 @@ __all__ = [
     "state_at",
 ]
 
-READ_AHEAD_RECORDS = 2048  # records read together (whole chunks), one group ahead in a thread
+READ_AHEAD_RECORDS = 4096  # records read together (whole chunks), one group ahead in a thread
 ELASTIC_OPS = (MapOp, BatchOp, PrefetchOp, DecodeOp)  # steps that hand out one pull per chunk
 
 _sources: dict[tuple[Any, ...], RecordFileSource] = {}  # per process: indexes are read once
@@ -112,11 +112,17 @@ class _Share:
         self.count = len(range(c.process, worker_chunks, c.processes))  # of this reader
         self.permutation = KeyedPermutation(total, (run.seed, *epoch))
 
-    def records(self, t: int) -> np.ndarray:
-        """The record numbers of this reader's chunk ``t``, in permutation order."""
-        k = self.worker + (self.process + t * self.processes) * self.workers  # the rank's chunk
-        q = np.arange(k * self.chunk, min((k + 1) * self.chunk, self.positions), dtype=np.int64)
-        return self.permutation(self.rank + q * self.ranks)
+    def records(self, start: int, stop: int) -> tuple[np.ndarray, list[int]]:
+        """The record numbers of this reader's chunks ``start`` to ``stop`` (in permutation order,
+        one permutation call for all), and where each chunk ends among them."""
+        ranges = []
+        for t in range(start, stop):
+            k = self.worker + (self.process + t * self.processes) * self.workers  # the rank's chunk
+            ranges.append(
+                np.arange(k * self.chunk, min((k + 1) * self.chunk, self.positions), dtype=np.int64)
+            )
+        q = np.concatenate(ranges)
+        return self.permutation(self.rank + q * self.ranks), np.cumsum([len(r) for r in ranges]).tolist()
 
 
 def global_source(ctx: Context, epoch: tuple[int, ...], state: Any) -> GlobalOrderRecords:
@@ -171,15 +177,13 @@ class GlobalOrderRecords:
 
     def _read(self, start: int) -> list[list[bytes]]:
         """Chunks ``start`` onwards (a group), read together: sorted by record number, then put back."""
-        chunks = [self.share.records(t) for t in range(start, min(start + self.group, self.share.count))]
-        numbers = np.concatenate(chunks)
+        numbers, ends = self.share.records(start, min(start + self.group, self.share.count))
         order = np.argsort(numbers, kind="stable")
         records = self.source.__getitems__(numbers[order].tolist())  # by file, then offset: coalesced reads
         back = np.empty_like(order)
         back[order] = np.arange(len(order))
         found = [records[i] for i in back.tolist()]
-        bounds = np.cumsum([0, *(len(c) for c in chunks)]).tolist()
-        return [found[a:b] for a, b in itertools.pairwise(bounds)]
+        return [found[a:b] for a, b in itertools.pairwise([0, *ends])]
 
     def state(self) -> Any:
         return {"next": self.next}

@@ -4,12 +4,14 @@ Global shuffling needs, for each epoch, a permutation of every record of every
 file. Holding one (8 bytes a record) or shuffling an index is what makes
 pre-shuffling big datasets cost memory; a *keyed* permutation costs nothing
 per record: :class:`KeyedPermutation` maps a position ``p`` to a record number
-with a Feistel network over the smallest even power of two covering ``N``,
-walking the cycle (applying it again) while the result is ``>= N``. A Feistel
-network is a bijection whatever its round function, and walking the cycle
-keeps it one on ``[0, N)``; the expected walk is under 4 steps, since the
-domain is under ``4 N``. It is vectorised: numpy maps a whole chunk of
-positions at once.
+with a Feistel network over the smallest power of two covering ``N``, walking
+the cycle (applying it again) while the result is ``>= N``. The network cuts a
+number into a high and a low half (of unequal widths for an odd number of
+bits) and in turn changes each half by xoring in a keyed hash of the other:
+each round can be undone, so the network is a bijection whatever the hash,
+and walking the cycle keeps it one on ``[0, N)``. The domain is under ``2 N``,
+so a walk takes under 2 steps on average. It is vectorised: numpy maps a
+whole group of positions at once.
 
 :class:`GlobalOrder` is the dataset's setting for it (where the indexes are,
 how many positions make a chunk), carried by the pipeline's recipe.
@@ -55,15 +57,16 @@ class KeyedPermutation:
         key: the integers that choose the permutation (any number of them, each >= 0).
 
     Example:
-        >>> KeyedPermutation(5, key=(7,))(np.arange(5))
-        array([2, 1, 3, 4, 0])
+        >>> KeyedPermutation(8, key=(1,))(np.arange(8))
+        array([6, 1, 0, 4, 7, 2, 3, 5])
     """
 
     def __init__(self, size: int, key: Sequence[int]) -> None:
         self.size = int(size)
         bits = max(2, (self.size - 1).bit_length())
-        self.half = (bits + 1) // 2
-        self.mask = np.uint64((1 << self.half) - 1)
+        self.low = np.uint64(bits // 2)  # the width of the low half; the high half has the rest
+        self.low_mask = np.uint64((1 << (bits // 2)) - 1)
+        self.high_mask = np.uint64((1 << (bits - bits // 2)) - 1)
         self.keys = np.random.SeedSequence([int(k) for k in key]).generate_state(ROUNDS, dtype=np.uint64)
 
     def __call__(self, positions: np.ndarray) -> np.ndarray:
@@ -76,12 +79,14 @@ class KeyedPermutation:
         return values.astype(np.int64)
 
     def _encrypt(self, values: np.ndarray) -> np.ndarray:
-        half, mask = np.uint64(self.half), self.mask
-        left, right = values >> half, values & mask
+        high, low = values >> self.low, values & self.low_mask
         with np.errstate(over="ignore"):
-            for key in self.keys:
-                left, right = right, left ^ (_mix(right ^ key) & mask)
-        return (left << half) | right
+            for n, key in enumerate(self.keys):
+                if n % 2:
+                    low ^= _mix(high ^ key) & self.low_mask
+                else:
+                    high ^= _mix(low ^ key) & self.high_mask
+        return (high << self.low) | low
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
