@@ -171,6 +171,19 @@ def test_options_about_files_are_refused_with_a_global_order(shards: list[str], 
         TFRecordDataset(shards, global_shuffle=True, **options)
 
 
+def test_remote_files_are_refused_with_a_global_order() -> None:
+    fsspec = pytest.importorskip("fsspec")
+    fsspec.filesystem("memory").pipe("/global-bucket/a.tfrecord", b"")
+    with pytest.raises(InvalidArgumentError, match="is a URL"):
+        TFRecordDataset(["memory://global-bucket/a.tfrecord"], global_shuffle=True)
+
+
+def test_file_urls_are_local_files(tmp_path: Path) -> None:
+    paths = write_shards(tmp_path, files=2, per_file=10)
+    got = ids(list(TFRecordDataset([f"file://{p}" for p in paths], spec=SPEC, global_shuffle=True)))
+    assert sorted(got) == [f * 1000 + n for f in range(2) for n in range(10)]
+
+
 def test_a_compressed_file_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "a.tfrecord.gz"
     tfrec.write_records(path, [b"x"], compression="gzip")

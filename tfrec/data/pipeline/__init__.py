@@ -4,7 +4,8 @@
 (ops, stages, the recipe); ``assemble`` decides where each op runs and builds the
 stages; ``interleave`` reads the files (its ``ReadOptions`` say how);
 ``shuffle``, ``elements`` (map, filter), ``batch``, ``take``, ``repeat`` and
-``prefetch`` are the steps; ``decode`` turns records into values; ``state_check``
+``prefetch`` are the steps; ``global_order`` is the source of a global shuffle;
+``decode`` turns records into values; ``state_check``
 checks a saved state field by field (each step checks its own fields).
 
 Example:

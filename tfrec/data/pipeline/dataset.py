@@ -28,7 +28,7 @@ from ...arguments import check_count
 from ...errors import DatasetStateError, InvalidArgumentError
 from ...features import FeaturesDict
 from ..parallel.pool import IdlePool
-from ..paths import expand_paths
+from ..paths import expand_paths, local_path
 from ..sharding.consumers import ShardOptions
 from ..sharding.permutation import GlobalOrder
 from .batch import BatchOp, pad_ok
@@ -123,6 +123,12 @@ class TFRecordDataset:
                 global_shuffle, self._shard_options, options, shuffle_files, cycle_length
             ),
         )
+        remote = [f for f in self._recipe.files if global_shuffle and local_path(f) is None]
+        if remote:
+            raise InvalidArgumentError(
+                f"global_shuffle=True reads records at random from local files, and {remote[0]} is a URL: "
+                "copy the shards (and their .idx files) to a local disk first"
+            )
         _check_index_count(self._shard_options, len(self._recipe.files))
         self._num_workers = check_count("num_workers", num_workers, allow_zero=True)
         self._seed = seed

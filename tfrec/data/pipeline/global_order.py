@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DatasetStateError
+from ..paths import local_path
 from ..random_access.source import RecordFileSource
 from ..sharding.permutation import DEFAULT_CHUNK, GlobalOrder, KeyedPermutation
 from .batch import BatchOp
@@ -78,9 +79,8 @@ def record_source(files: Sequence[str], index_paths: Sequence[str] | None) -> Re
         if source is None:
             if len(_sources) >= 4:
                 _sources.pop(next(iter(_sources))).close()
-            source = _sources[key] = RecordFileSource(
-                [str.__str__(f) for f in files], index_paths=index_paths
-            )
+            paths = [local_path(str.__str__(f)) or f for f in files]  # file:// URLs too
+            source = _sources[key] = RecordFileSource(paths, index_paths=index_paths)
         return source
 
 
