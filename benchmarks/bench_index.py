@@ -27,7 +27,7 @@ With features (a tenth as many image-like records, bench_features.py's workload 
 
 Global shuffle (issue 26), on bench_parse.py's records written into 16 indexed shards (image: its
 workload a, ~3.7 KB records; small: its workload b, three scalars): TFRecordDataset(spec=...)
-.batch(1024) reading the files in order, against the same with global_shuffle=True (every record
+.batch(1024) reading the files in order, against .global_shuffle().batch(1024) (every record
 at random, a new order per epoch), both parsed to arrays, num_workers=0, on the same cached files.
 Target: global shuffle at >= 50% of the sequential rate.
 """
@@ -136,7 +136,8 @@ def global_shuffle_rows(directory: str, quick: bool, repeat: int) -> list[tuple[
         spec = tfrec_spec(WORKLOADS[workload][1])
         key = next(iter(spec))
         for kind, global_shuffle in (("sequential", False), ("global shuffle", True)):
-            dataset = TFRecordDataset(files, spec=spec, global_shuffle=global_shuffle, seed=0).batch(1024)
+            dataset = TFRecordDataset(files, spec=spec, seed=0)
+            dataset = (dataset.global_shuffle() if global_shuffle else dataset).batch(1024)
 
             def epoch(dataset: TFRecordDataset = dataset, key: str = key) -> int:
                 return sum(len(batch[key]) for batch in dataset)

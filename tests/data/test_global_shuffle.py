@@ -52,7 +52,7 @@ ALL = sorted(f * 1000 + n for f in range(FILES) for n in range(PER_FILE))
 
 
 def dataset(shards: list[str], **options: Any) -> TFRecordDataset:
-    return TFRecordDataset(shards, spec=SPEC, global_shuffle=True, seed=options.pop("seed", 7), **options)
+    return TFRecordDataset(shards, spec=SPEC, seed=options.pop("seed", 7), **options).global_shuffle()
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
@@ -146,7 +146,7 @@ def test_persistent_workers_read_each_epoch_once(shards: list[str]) -> None:
 
 def test_files_without_an_index_are_scanned(tmp_path: Path) -> None:
     paths = write_shards(tmp_path, files=3, per_file=40, index=False)
-    got = ids(list(TFRecordDataset(paths, spec=SPEC, global_shuffle=True, seed=0).batch(8)))
+    got = ids(list(TFRecordDataset(paths, spec=SPEC, seed=0).global_shuffle().batch(8)))
     assert sorted(got) == [f * 1000 + n for f in range(3) for n in range(40)]
 
 
@@ -158,7 +158,7 @@ def test_given_index_paths_are_used(tmp_path: Path) -> None:
         Path(path + ".idx").rename(target)
         moved.append(str(target))
     sharding = ShardOptions(index_paths=moved)
-    got = ids(list(TFRecordDataset(paths, spec=SPEC, global_shuffle=True, shard_options=sharding)))
+    got = ids(list(TFRecordDataset(paths, spec=SPEC, shard_options=sharding).global_shuffle()))
     assert sorted(got) == [f * 1000 + n for f in range(2) for n in range(30)]
 
 
@@ -167,20 +167,30 @@ def test_given_index_paths_are_used(tmp_path: Path) -> None:
     [{"shuffle_files": True}, {"cycle_length": 2}, {"shard_options": ShardOptions(shard_by="files")}],
 )
 def test_options_about_files_are_refused_with_a_global_order(shards: list[str], options: Any) -> None:
-    with pytest.raises(InvalidArgumentError, match="global_shuffle=True reads records at random"):
-        TFRecordDataset(shards, global_shuffle=True, **options)
+    with pytest.raises(InvalidArgumentError, match=r"global_shuffle\(\) reads records at random, not files"):
+        TFRecordDataset(shards, **options).global_shuffle()
+
+
+def test_a_global_shuffle_comes_first_and_skips_nothing(shards: list[str]) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"global_shuffle\(\) comes first"):
+        TFRecordDataset(shards).batch(2).global_shuffle()
+    with pytest.raises(InvalidArgumentError, match="on_error='skip'"):
+        TFRecordDataset(shards, read_options=tfrec.ReadOptions(on_error="skip")).global_shuffle()
+    assert repr(dataset(shards).batch(2)).endswith(
+        ".global_shuffle().batch(2, drop_remainder=False, pad=False)"
+    )
 
 
 def test_remote_files_are_refused_with_a_global_order() -> None:
     fsspec = pytest.importorskip("fsspec")
     fsspec.filesystem("memory").pipe("/global-bucket/a.tfrecord", b"")
     with pytest.raises(InvalidArgumentError, match="is a URL"):
-        TFRecordDataset(["memory://global-bucket/a.tfrecord"], global_shuffle=True)
+        TFRecordDataset(["memory://global-bucket/a.tfrecord"]).global_shuffle()
 
 
 def test_file_urls_are_local_files(tmp_path: Path) -> None:
     paths = write_shards(tmp_path, files=2, per_file=10)
-    got = ids(list(TFRecordDataset([f"file://{p}" for p in paths], spec=SPEC, global_shuffle=True)))
+    got = ids(list(TFRecordDataset([f"file://{p}" for p in paths], spec=SPEC).global_shuffle()))
     assert sorted(got) == [f * 1000 + n for f in range(2) for n in range(10)]
 
 
@@ -188,7 +198,7 @@ def test_a_compressed_file_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "a.tfrecord.gz"
     tfrec.write_records(path, [b"x"], compression="gzip")
     with pytest.raises(tfrec.TfrecError, match="compress"):
-        list(TFRecordDataset(path, global_shuffle=True))
+        list(TFRecordDataset(path).global_shuffle())
 
 
 # -- resuming -------------------------------------------------------------------------------------------
@@ -259,7 +269,7 @@ def test_a_state_from_another_rank_count_or_seed_is_refused(shards: list[str]) -
         dataset(shards, shard_options=ranks).batch(10).resume(state)
     with pytest.raises(DatasetStateError, match="ops"):
         dataset(shards).batch(11).resume(state)
-    plain = TFRecordDataset(shards, spec=SPEC, seed=7).batch(10)
+    plain = TFRecordDataset(shards, spec=SPEC, seed=7).batch(10)  # no global shuffle
     with pytest.raises(DatasetStateError):
         plain.resume(state)
 

@@ -75,14 +75,6 @@ class TFRecordDataset:
         shard_options: how the files are shared among ranks, DataLoader workers
             and reading processes (:class:`~tfrec.ShardOptions`: ``shard``,
             ``shard_by``, ``index_paths``).
-        global_shuffle: read every record of every file in a new seeded order
-            each epoch (a keyed permutation: no table, no buffer), shared by
-            chunks among ranks, DataLoader workers and reading processes. Files
-            are read at random: uncompressed, each with its index (``{file}.idx``
-            or ``shard_options.index_paths``; without one, the file's headers are
-            scanned once). A state resumes exactly, also with another
-            ``num_workers`` when the steps are ``map``/``batch``/``prefetch``.
-            See :mod:`tfrec.data.pipeline.global_order`.
 
     Example:
         >>> ds = tfrec.TFRecordDataset(
@@ -107,7 +99,6 @@ class TFRecordDataset:
         persistent_workers: bool = False,
         read_options: ReadOptions | None = None,
         shard_options: ShardOptions | None = None,
-        global_shuffle: bool = False,
     ) -> None:
         if seed is not None:
             seed = check_count("seed", seed, allow_zero=True)
@@ -119,16 +110,7 @@ class TFRecordDataset:
             decoder=Decoder(features, spec),
             cycle_length=check_count("cycle_length", cycle_length),
             shuffle_files=bool(shuffle_files),
-            global_order=_global_order(
-                global_shuffle, self._shard_options, options, shuffle_files, cycle_length
-            ),
         )
-        remote = [f for f in self._recipe.files if global_shuffle and local_path(f) is None]
-        if remote:
-            raise InvalidArgumentError(
-                f"global_shuffle=True reads records at random from local files, and {remote[0]} is a URL: "
-                "copy the shards (and their .idx files) to a local disk first"
-            )
         _check_index_count(self._shard_options, len(self._recipe.files))
         self._num_workers = check_count("num_workers", num_workers, allow_zero=True)
         self._seed = seed
@@ -154,6 +136,50 @@ class TFRecordDataset:
         copy = object.__new__(TFRecordDataset)
         copy.__dict__.update(self.__dict__)
         copy._idle = IdlePool() if self._idle is not None else None  # its own processes
+        return copy
+
+    def global_shuffle(self) -> TFRecordDataset:
+        """Read every record of every file in a new seeded order each epoch; the first step.
+
+        Not a buffer: a keyed permutation of all records (no table, nothing per
+        record), shared by chunks among ranks, DataLoader workers and reading
+        processes, read at random (positioned reads). It replaces how records are
+        read, so it comes before every other step, and the files must be local and
+        uncompressed, each with its index (``{file}.idx`` or ``ShardOptions(index_paths=...)``;
+        a file without one has its headers scanned once). A state resumes exactly,
+        also with another ``num_workers`` when the other steps are ``map``, one
+        ``batch`` and ``prefetch``. See :mod:`tfrec.data.pipeline.global_order`.
+
+        Example:
+            >>> ds = tfrec.TFRecordDataset("data/*.tfrecord", spec=spec, seed=0).global_shuffle().batch(1024)
+            >>> ds.set_epoch(1)   # another permutation of every record
+        """
+        recipe = self._recipe
+        if recipe.ops:
+            raise InvalidArgumentError(
+                f"global_shuffle() comes first: it changes how records are read, and {self!r} has "
+                "steps already; call it on the TFRecordDataset itself"
+            )
+        remote = [f for f in recipe.files if local_path(f) is None]
+        if remote:
+            raise InvalidArgumentError(
+                f"global_shuffle() reads records at random from local files, and {remote[0]} is a URL: "
+                "copy the shards (and their .idx files) to a local disk first"
+            )
+        sharding = self._shard_options
+        if recipe.shuffle_files or recipe.cycle_length != 1 or sharding.shard_by != "auto":
+            raise InvalidArgumentError(
+                "global_shuffle() reads records at random, not files: the dataset takes no shuffle_files, "
+                "cycle_length or shard_by then"
+            )
+        if recipe.options.on_error != "raise":
+            raise InvalidArgumentError(
+                "global_shuffle() checks both CRCs of every record and raises on damage: "
+                f"ReadOptions(on_error={recipe.options.on_error!r}) does not apply"
+            )
+        copy = self._copy()
+        copy._recipe = replace(recipe, global_order=GlobalOrder(sharding.index_paths))  # type: ignore[arg-type]
+        copy._state = None
         return copy
 
     def shuffle(self, buffer_size: int) -> TFRecordDataset:
@@ -251,6 +277,7 @@ class TFRecordDataset:
 
     def __repr__(self) -> str:
         ops = "".join(f".{op.describe()}" for op in self._recipe.ops)
+        ops = (".global_shuffle()" if self._recipe.global_order is not None else "") + ops
         return f"TFRecordDataset({len(self._recipe.files)} files, num_workers={self._num_workers}){ops}"
 
 
@@ -268,20 +295,6 @@ def _options(name: str, value: T | None, kind: type[T]) -> T:
     if not isinstance(value, kind):
         raise InvalidArgumentError(f"{name} must be a tfrec.{kind.__name__}, not {type(value).__name__}")
     return value
-
-
-def _global_order(
-    on: bool, sharding: ShardOptions, options: ReadOptions, shuffle_files: bool, cycle_length: int
-) -> GlobalOrder | None:
-    """The global order asked for, once the options that do not apply to it are seen unset."""
-    if not on:
-        return None
-    if shuffle_files or cycle_length != 1 or sharding.shard_by != "auto" or options.on_error != "raise":
-        raise InvalidArgumentError(
-            "global_shuffle=True reads records at random, not files: it takes no shuffle_files, "
-            "cycle_length, shard_by or on_error (every record's checksums are verified, damage raises)"
-        )
-    return GlobalOrder(sharding.index_paths)  # type: ignore[arg-type]  # a tuple of str once checked
 
 
 def _check_index_count(sharding: ShardOptions, files: int) -> None:

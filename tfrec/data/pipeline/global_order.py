@@ -1,6 +1,6 @@
 """Global shuffle: every record of every file in a new keyed order each epoch, shared by chunks (data layer).
 
-The source of a pipeline made with ``TFRecordDataset(..., global_shuffle=True)``.
+The source of a pipeline made with ``TFRecordDataset(...).global_shuffle()``.
 Position ``p`` of epoch ``e`` is record ``KeyedPermutation(N, (seed, e))(p)`` of
 all ``N`` records (files numbered one after the other, as
 :class:`~tfrec.RecordFileSource` numbers them). The positions are shared in
@@ -28,7 +28,7 @@ would have at ``G`` (a process's ``t`` is how many of its chunks lie below
 ``G``), so a state saved with 2 processes resumes with 0 or 4.
 
 Example:
-    >>> ds = tfrec.TFRecordDataset("data/*.tfrecord", spec=spec, global_shuffle=True, seed=0).batch(256)
+    >>> ds = tfrec.TFRecordDataset("data/*.tfrecord", spec=spec, seed=0).global_shuffle().batch(256)
     >>> first = next(iter(ds))   # 256 records drawn from all files
 """
 
