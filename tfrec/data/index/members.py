@@ -189,6 +189,8 @@ def _check(index: GzipIndex, where: str, data_size: int | None) -> None:
 
     if not index.count:
         return
+    if index.member_offsets[0] != 0:
+        fail(0, "the first member must start at byte 0")
     short = np.flatnonzero(index.lengths < FRAMING)
     if short.size:
         fail(
