@@ -546,13 +546,14 @@ def write_dataset(
     index: bool = False,
     suffix: str = ".tfrecord",
     progress: bool | None = None,
+    gzip_member_bytes: int | None = None,
 ) -> WriteSummary:
     """Write every sample (or bytes record, without ``features``) as shards, in one call.
 
     Args:
         samples: nested dicts (with ``features``) or bytes.
-        path_prefix, num_shards, max_records, max_bytes, compression, index, suffix:
-            as for :class:`ShardedWriter` (give one of the three limits).
+        path_prefix, num_shards, max_records, max_bytes, compression, index, suffix,
+            gzip_member_bytes: as for :class:`ShardedWriter` (give one of the three limits).
         features: the FeaturesDict that serializes the samples.
         progress: show a tqdm progress bar (records and records/s). ``None``:
             when tqdm is installed and stderr is a terminal; ``True``: always
@@ -575,6 +576,7 @@ def write_dataset(
         features=features,
         index=index,
         suffix=suffix,
+        gzip_member_bytes=gzip_member_bytes,
     ) as writer:
         if bar is None:
             writer.write_many(samples)
