@@ -148,7 +148,11 @@ _LINES = re.compile(rb"(?:[0-9]{1,18} [0-9]{1,18} [0-9]{1,18}\r?\n)*")
 def parse_gzip_index(text: bytes, where: str, *, data_size: int | None = None) -> GzipIndex:
     """The :class:`GzipIndex` in an index file's text; ``where`` names it in errors."""
     if not is_gzip_index(text):
-        raise InvalidArgumentError(f"{where}: not a gzip index (its first line is not {GZIP_INDEX_HEADER!r})")
+        found = text.split(b"\n", 1)[0][:40]
+        raise InvalidArgumentError(
+            f"{where}, line 1: expected {GZIP_INDEX_HEADER.rstrip().decode()!r}, found {found!r}: not a gzip "
+            "index, which a gzip file's index must be; rebuild it with tfrec.build_index on the .gz file"
+        )
     body = text[len(GZIP_INDEX_HEADER) :] if text.startswith(GZIP_INDEX_HEADER) else None
     if body is None or not _LINES.fullmatch(body):
         line = _first_bad_line(text)
