@@ -132,7 +132,7 @@ class GzipShard:
 
     def read(self, fd: int, record: int, cache: MemberCache, key: Any) -> bytes:
         """Record ``record`` of the file (both CRCs checked), inflating its member unless cached."""
-        member = int(self.record_member[record])
+        member = self.record_member.item(record)
         inflated = cache.get((key, member))
         if inflated is None:
             inflated = self._inflate(fd, member, record)
@@ -179,12 +179,13 @@ class GzipShard:
 
     def _frame(self, inflated: bytes, record: int) -> bytes:
         """The data of the frame of ``record`` in its inflated member, both CRCs checked."""
-        at, length = int(self.offsets[record]), int(self.lengths[record])
-        offset = int(self.stream[record])
+        at, length = self.offsets.item(record), self.lengths.item(record)
         size, stored = frame.unpack_header(inflated, at)
         if frame.length_crc(size) != stored:
             hint = "the length field is damaged, or the index does not match the file"
+            offset = self.stream.item(record)
             raise frame.length_error(size, stored, hint, path=self.path, index=record, offset=offset)
+        offset = self.stream.item(record)
         if size + frame.FRAMING != length:
             raise RecordError(
                 f"the gzip index gives a frame of {length} bytes but the record header says "
