@@ -12,8 +12,10 @@ format: a header line, then one line per record of three decimal integers::
 ``member_offset`` is the byte offset of the record's member in the
 compressed file; ``offset_in_member`` the offset of its frame in the member's
 inflated bytes; ``frame_length`` counts the whole frame, as DALI's does. The
-header line is not two integers, so DALI's reader and the ``tfrecord``
-package fail on it instead of taking member offsets for record offsets.
+header line is not two integers, so a reader of DALI's format (the
+``tfrecord`` package's ``np.loadtxt``, say) fails on it instead of taking
+member offsets for record offsets; it is no ``#`` comment, which
+``np.loadtxt`` would skip.
 
 Building a gzip index (:func:`scan_gzip_index`) inflates the stream once,
 member by member, with bounded memory.
