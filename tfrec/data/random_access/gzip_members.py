@@ -142,11 +142,14 @@ class GzipShard:
     def _inflate(self, fd: int, member: int, record: int) -> bytes:
         start, end = int(self.member_bounds[member]), int(self.member_bounds[member + 1])
         expected = int(self.member_sizes[member])
-        where = {"path": self.path, "index": record, "offset": int(self.stream[record])}
+
+        def error(kind: type[RecordError], problem: str) -> RecordError:
+            return kind(problem, path=self.path, index=record, offset=self.stream.item(record))
+
         place = f"gzip member {member} (bytes {start} to {end} of the file)"
         raw = read_fully(fd, end - start, start)
         if len(raw) < end - start:
-            raise TruncatedRecordError(f"the file ends inside {place}: it is truncated", **where)
+            raise error(TruncatedRecordError, f"the file ends inside {place}: it is truncated")
         inflate = zlib.decompressobj(zlib.MAX_WBITS + 16)
         try:
             # Never more than one byte beyond what the index says: a larger member is refused, not held.
@@ -154,26 +157,26 @@ class GzipShard:
             if len(out) == expected and not inflate.eof:
                 out += inflate.decompress(inflate.unconsumed_tail, 1)
         except zlib.error as exc:
-            raise RecordError(f"{place} does not inflate ({exc})", **where) from None
+            raise error(RecordError, f"{place} does not inflate ({exc})") from None
         if len(out) > expected:
-            raise RecordError(
+            raise error(
+                RecordError,
                 f"{place} inflates to more than the {expected} bytes its index gives: "
                 "the index does not match the file; rebuild it with tfrec.build_index",
-                **where,
             )
         if not inflate.eof:
-            raise TruncatedRecordError(f"{place} ends before its end-of-member marker", **where)
+            raise error(TruncatedRecordError, f"{place} ends before its end-of-member marker")
         if len(out) < expected:
-            raise RecordError(
+            raise error(
+                RecordError,
                 f"{place} inflates to {len(out)} bytes, fewer than the {expected} its index gives: "
                 "the index does not match the file; rebuild it with tfrec.build_index",
-                **where,
             )
         if inflate.unused_data:
-            raise RecordError(
+            raise error(
+                RecordError,
                 f"{place} ends {len(inflate.unused_data)} bytes before the next member its index gives: "
                 "the index does not match the file; rebuild it with tfrec.build_index",
-                **where,
             )
         return out
 

@@ -118,8 +118,8 @@ class RecordFileSource:
         index_path = index_paths[shard] if index_paths is not None else path + INDEX_SUFFIX
         if gzip:  # a series of members: its records are read by gzip_members
             given = index_paths is not None or os.path.exists(index_path)
-            self._gzip[shard] = GzipShard.load(path, index_path if given else None)
-            return self._gzip[shard].bounds()
+            members = self._gzip[shard] = GzipShard.load(path, index_path if given else None)
+            return members.bounds()
         if index_paths is None and not os.path.exists(index_path):
             offsets, lengths = scan_index(path, compression=None)
         else:
@@ -278,10 +278,10 @@ class RecordFileSource:
         if not numbers:
             return []
         if any(self._gzip):  # in record order, so that each member is inflated once per batch
-            records: list[bytes] = [b""] * len(numbers)
-            for at in sorted(range(len(numbers)), key=numbers.__getitem__):
-                records[at] = self._read(numbers[at])
-            return records
+            found: list[bytes] = [b""] * len(numbers)
+            for place in sorted(range(len(numbers)), key=numbers.__getitem__):
+                found[place] = self._read(numbers[place])
+            return found
         chosen = np.array(numbers, np.int64)
         shards = np.searchsorted(self._ends, chosen, side="right")
         at = chosen + shards
