@@ -326,6 +326,14 @@ def test_a_truncated_file_is_seen_when_opened(tmp_path: Path) -> None:
         source[-1]
 
 
+def test_large_records_that_compress_well(tmp_path: Path) -> None:
+    path = tmp_path / "x.tfrecord.gz"
+    records = [b"a", bytes(3 << 20), b"b" * 5, bytes((1 << 18) - 15)]
+    write_members(path, records, 1)
+    build_index(path)
+    assert [RecordFileSource(path)[i] for i in (3, 1, 0, 2)] == [records[i] for i in (3, 1, 0, 2)]
+
+
 def test_scan_reports_a_cut_stream(tmp_path: Path) -> None:
     path = tmp_path / "x.tfrecord.gz"
     write_members(path, records_of(400), 8000)

@@ -301,18 +301,12 @@ class _Scan:
         """Inflate the member starting at ``at``; the next member's offset and its first bytes."""
         self.members.append((at, len(self.lengths)))
         inflate = zlib.decompressobj(zlib.MAX_WBITS + 16)
-        frames = _Frames(self, len(self.lengths))
+        frames = _Frames(self)
         while True:
             if not pending:
                 pending = read_fully(self.fd, _CHUNK, at)
-                if not pending:
-                    raise TruncatedRecordError(
-                        "the gzip stream ends inside a member (the file is cut short)",
-                        path=self.path,
-                        index=len(self.lengths),
-                        offset=self.stream_base + frames.inflated,
-                    )
             try:
+                # With no input left, this gives what the inflater still holds (a limit cut a call short).
                 out = inflate.decompress(pending, _CHUNK)
             except zlib.error as exc:
                 raise RecordError(
@@ -321,6 +315,13 @@ class _Scan:
                     index=len(self.lengths),
                     offset=self.stream_base + frames.inflated,
                 ) from None
+            if not pending and not out and not inflate.eof:
+                raise TruncatedRecordError(
+                    "the gzip stream ends inside a member (the file is cut short)",
+                    path=self.path,
+                    index=len(self.lengths),
+                    offset=self.stream_base + frames.inflated,
+                )
             rest = inflate.unused_data if inflate.eof else inflate.unconsumed_tail
             at += len(pending) - len(rest)
             pending = rest
@@ -334,7 +335,7 @@ class _Scan:
 class _Frames:
     """The frames of one member's inflated bytes, found from their headers as the bytes arrive."""
 
-    def __init__(self, scan: _Scan, first: int) -> None:
+    def __init__(self, scan: _Scan) -> None:
         self.scan = scan
         self.inflated = 0  # member bytes seen so far
         self.next = 0  # member offset of the next frame
