@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrec
+import tfrec.data.index.members as members_module
 from tfrec.cli import main
 from tfrec.data import RecordFileSource, ShardedWriter, build_index
 from tfrec.data.index.members import (
@@ -162,6 +163,19 @@ def test_one_member_stays_sequential_only(tmp_path: Path) -> None:
         build_index(path)
     with pytest.raises(InvalidArgumentError, match="gzip-compressed"):
         RecordFileSource(path)
+
+
+def test_a_large_unmarked_member_is_refused_before_it_is_inflated_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(members_module, "UNMARKED_MEMBER_BYTES", 1 << 20)
+    path = tmp_path / "x.tfrecord.gz"
+    tfrec.write_records(path, [bytes(1 << 19)] * 8)  # one member of 4 MiB, as TensorFlow writes
+    with pytest.raises(InvalidArgumentError, match="gzip member 0 inflates to more than 1 MiB"):
+        build_index(path)
+    marked = tmp_path / "y.tfrecord.gz"
+    write_members(marked, [bytes(1 << 19)] * 8, 1 << 30)  # tfrec's own member of 4 MiB: indexed
+    assert scan_gzip_index(marked).count == 8
 
 
 def test_members_not_on_record_boundaries_are_refused(tmp_path: Path) -> None:

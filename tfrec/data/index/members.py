@@ -47,6 +47,7 @@ from .format import read_index_text, write_index_text
 
 __all__ = [
     "GZIP_INDEX_HEADER",
+    "UNMARKED_MEMBER_BYTES",
     "GzipIndex",
     "is_gzip_index",
     "parse_gzip_index",
@@ -56,6 +57,9 @@ __all__ = [
 ]
 
 GZIP_INDEX_HEADER = b"tfrec-gzip-index 1\n"
+# A member not written by tfrec (no mark in its header) inflating to more than this is refused early:
+# a TensorFlow-written shard is one member of the whole file, found out without inflating all of it.
+UNMARKED_MEMBER_BYTES = 64 << 20
 _CHUNK = 1 << 18  # compressed bytes read at once by the scan; also the most inflated at once
 
 
@@ -229,7 +233,9 @@ def scan_gzip_index(path: str | os.PathLike[str]) -> GzipIndex:
     tfrec writes indexed gzip shards; a stream of one member is indexed only
     when its header carries tfrec's mark (it ends on a record boundary by
     construction): any other single member (TensorFlow's writer makes one) can
-    only be read from its start. Every length CRC is checked; payloads are not.
+    only be read from its start, and so can a member without the mark that
+    inflates to more than 64 MiB (found out when 64 MiB of it are inflated).
+    Every length CRC is checked; payloads are not.
 
     Raises:
         InvalidArgumentError: one unmarked member, or a record that spans two members (the file
@@ -290,10 +296,9 @@ class _Scan:
                     index=len(self.lengths),
                     offset=self.stream_base,
                 )
-            if not self.members:
-                self.marked = member_marked(pending)
+            self.marked = member_marked(pending)
             at, pending = self._member(at, pending)
-        if len(self.members) == 1 and not self.marked:
+        if len(self.members) == 1 and not member_marked(read_fully(self.fd, 16, 0)):
             raise sequential_only(self.path, "it is one gzip member, not a series of them")
         return GzipIndex.from_members(self.members, self.lengths)
 
@@ -346,6 +351,13 @@ class _Frames:
         buf = self.tail + out if self.tail else out
         self.inflated += len(out)
         scan = self.scan
+        if self.inflated > UNMARKED_MEMBER_BYTES and not scan.marked:
+            raise sequential_only(
+                scan.path,
+                f"gzip member {len(scan.members) - 1} inflates to more than "
+                f"{UNMARKED_MEMBER_BYTES >> 20} MiB, and reading one record of it at random would "
+                "inflate all that",
+            )
         while self.next + HEADER <= self.inflated:
             length, stored = frame.unpack_header(buf, self.next - base)
             if frame.length_crc(length) != stored:
