@@ -3,9 +3,9 @@
 :class:`RecordFileSource` maps record numbers to records across one or many
 shards, with an index per shard (read from ``{shard}.idx`` or built in memory
 by scanning headers). Gzip files written as a series of members with a gzip
-index are read by :mod:`.gzip_members`. It follows grain's ``RandomAccessDataSource`` protocol
-and PyTorch's map-style ``Dataset``: ``__len__``, ``__getitem__``,
-``__getitems__``.
+index are read by :mod:`.gzip_members`. It follows grain's
+``RandomAccessDataSource`` protocol and PyTorch's map-style ``Dataset``:
+``__len__``, ``__getitem__``, ``__getitems__``.
 
 Example:
     >>> source = tfrec.RecordFileSource("data/train-*.tfrecord", features=features)
@@ -212,8 +212,9 @@ class RecordFileSource:
 
     def _read(self, number: int) -> bytes:
         shard = bisect.bisect_right(self._ends_list, number)
-        if self._gzip[shard] is not None:
-            return self._read_gzip(shard, number)
+        members = self._gzip[shard]
+        if members is not None:
+            return self._read_gzip(members, shard, number)
         generation = self._generation
         fd = self._fds[shard]
         if fd is None:
@@ -251,10 +252,8 @@ class RecordFileSource:
                 fd = self._open_locked(shard)
             return self._read_from(fd, shard, number)
 
-    def _read_gzip(self, shard: int, number: int) -> bytes:
+    def _read_gzip(self, members: GzipShard, shard: int, number: int) -> bytes:
         """A record of a gzip file, as _read reads one of a plain file (again after a close())."""
-        members = self._gzip[shard]
-        assert members is not None
         local = number - (self._ends_list[shard - 1] if shard else 0)
         generation = self._generation
         fd = self._fds[shard]
