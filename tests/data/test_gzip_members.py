@@ -126,6 +126,16 @@ def test_sharded_writer_index_equals_build_index(tmp_path: Path, member_bytes: i
         assert Path(path + ".idx").read_bytes() == written
 
 
+def test_an_empty_gzip_shard_has_an_index_of_its_header_alone(tmp_path: Path) -> None:
+    summary = tfrec.write_dataset([b"a", b"b"], tmp_path / "t", num_shards=3, compression="gzip", index=True)
+    empty = summary.paths[2]
+    assert Path(f"{empty}.idx").read_bytes() == GZIP_INDEX_HEADER
+    os.remove(f"{empty}.idx")
+    build_index(empty)
+    assert Path(f"{empty}.idx").read_bytes() == GZIP_INDEX_HEADER
+    assert [RecordFileSource(summary.paths)[i] for i in (1, 0)] == [b"b", b"a"]
+
+
 def test_sharded_writer_index_defaults_to_1_mib_members(tmp_path: Path) -> None:
     records = [os.urandom(4000) for _ in range(600)]  # 2.4 MB that does not compress: 3 members
     summary = tfrec.write_dataset(records, tmp_path / "t", num_shards=1, compression="gzip", index=True)
