@@ -145,6 +145,16 @@ def test_sharded_writer_index_defaults_to_1_mib_members(tmp_path: Path) -> None:
     assert index.offsets[first[1] - 1] + index.lengths[first[1] - 1] >= 1 << 20
 
 
+def test_an_index_of_many_records_that_compress_to_little(tmp_path: Path) -> None:
+    """100,000 empty records compress to a few KB; their index is far larger than the file, and valid."""
+    path = tmp_path / "x.tfrecord.gz"
+    write_members(path, [b""] * 100_000, 1 << 20)
+    build_index(path)
+    assert Path(f"{path}.idx").stat().st_size > 100 * path.stat().st_size
+    assert len(RecordFileSource(path)) == 100_000
+    assert len(split_records([str(path)], 3).readers) == 3
+
+
 def test_gzip_index_text(tmp_path: Path) -> None:
     index = GzipIndex.from_members([(0, 0), (90, 2)], [20, 21, 20])
     write_gzip_index(tmp_path / "x.idx", index)

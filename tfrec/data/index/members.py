@@ -47,6 +47,7 @@ from .format import read_index_text, write_index_text
 
 __all__ = [
     "GZIP_INDEX_HEADER",
+    "MAX_INFLATE_RATIO",
     "UNMARKED_MEMBER_BYTES",
     "GzipIndex",
     "is_gzip_index",
@@ -57,6 +58,9 @@ __all__ = [
 ]
 
 GZIP_INDEX_HEADER = b"tfrec-gzip-index 1\n"
+# Deflate's best ratio is about 1032:1: a gzip file inflates to at most this many times its size. An
+# index saying more is refused before anything is inflated.
+MAX_INFLATE_RATIO = 1100
 # A member not written by tfrec (no mark in its header) inflating to more than this is refused early:
 # a TensorFlow-written shard is one member of the whole file, found out without inflating all of it.
 UNMARKED_MEMBER_BYTES = 64 << 20
@@ -143,8 +147,8 @@ def read_gzip_index(index_path: str | os.PathLike[str], *, data_size: int | None
         4096
     """
     index_path = os.fspath(index_path)
-    # A gzip index line is longer than a plain one: one per frame, 3 numbers; the bound doubles.
-    text = read_index_text(index_path, None if data_size is None else 2 * data_size + 2 * FRAMING)
+    # Bounded by the most frames the file can inflate to (a line of 3 numbers fits the bound's 64 bytes).
+    text = read_index_text(index_path, None if data_size is None else data_size * MAX_INFLATE_RATIO)
     return parse_gzip_index(text, index_path, data_size=data_size)
 
 

@@ -33,13 +33,9 @@ from ...errors import InvalidArgumentError, RecordError, TruncatedRecordError
 from ...record import frame
 from ...record.crc import crc_function, mask
 from ...record.positioned import read_fully
-from ..index.members import GzipIndex, read_gzip_index, scan_gzip_index
+from ..index.members import MAX_INFLATE_RATIO, GzipIndex, read_gzip_index, scan_gzip_index
 
-__all__ = ["MAX_INFLATE_RATIO", "GzipShard", "MemberCache"]
-
-# Deflate's best ratio is about 1032:1; a member said to inflate to more than this many times its
-# compressed size cannot, and its index is refused before anything is inflated.
-MAX_INFLATE_RATIO = 1100
+__all__ = ["GzipShard", "MemberCache"]
 
 
 class MemberCache:
