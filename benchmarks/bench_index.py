@@ -17,6 +17,13 @@ is written under /dev/shm when it exists (disk speed would hide CPU costs) and i
 - __getitems__: batches of 1024 random indices (CRCs checked together), and the limit: one os.pread
   per record with no checks.
 
+Gzip (issue 26; Example records of an id and a short text, a tenth as many, which gzip compresses):
+- gzip read_records, sequential: the whole stream inflated in order (the only way before issue 26).
+- gzip members: source[i] for random i over a shard of 1 MiB gzip members (each read inflates its
+  member unless it is among the last few inflated); source[i] in order (the LRU's case); and
+  __getitems__ of 1024 random indices (each member inflated once per batch).
+- uncompressed: source[i] for the same random i over the same records, uncompressed.
+
 The targets of issue 12: __getitem__ >= 100k records/s; __getitems__ >= 5x that (500k records/s).
 
 With features (a tenth as many image-like records, bench_features.py's workload and FeaturesDict):
@@ -147,6 +154,70 @@ def global_shuffle_rows(directory: str, quick: bool, repeat: int) -> list[tuple[
     return rows
 
 
+GZIP_RANDOM = "gzip members: source[i] (random)"
+GZIP_LOOKUPS = 2_000  # a random read inflates ~1 MiB: a few ms each
+
+
+def gzip_rows(directory: str, count: int, repeat: int) -> tuple[list[tuple[str, float | None, int]], bool]:
+    """Rows of reading gzip shards: sequentially, and at random through their gzip index."""
+    records = [tfrec.encode_example({"id": i, "text": f"sample {i} of {count}"}) for i in range(count)]
+    packed = os.path.join(directory, "g.tfrecord.gz")
+    plain = os.path.join(directory, "g.tfrecord")
+    with tfrec.RecordWriter(packed, gzip_member_bytes=1 << 20) as writer:
+        writer.write_many(records)
+    tfrec.write_records(plain, records)
+    build_index(packed)
+    build_index(plain)
+    rng = random.Random(SEED)
+    keys = [rng.randrange(count) for _ in range(GZIP_LOOKUPS)]
+    batches = [[rng.randrange(count) for _ in range(BATCH)] for _ in range(max(1, count // BATCH))]
+    gz, flat = RecordFileSource(packed), RecordFileSource(plain)
+    ok = gz.__getitems__(batches[0]) == [records[k] for k in batches[0]]
+    if not ok:
+        print("CHECK FAILED: gzip __getitems__ does not return the records written")
+    size = os.path.getsize(packed)
+    members = len(writer.gzip_members or [])
+    print(f"gzip: {count:,} records, {os.path.getsize(plain):,} bytes -> {size:,} in {members} members")
+
+    def each(source: RecordFileSource, picks: list[int]) -> int:
+        for key in picks:
+            source[key]
+        return len(picks)
+
+    def fresh() -> None:
+        gz.close()  # empties the LRU: every run inflates as a cold reader would
+
+    in_order = list(range(count))
+    rows: list[tuple[str, float | None, int]] = [
+        (
+            "gzip read_records, sequential",
+            best_time(lambda: sum(1 for _ in tfrec.read_records(packed)), count, repeat),
+            count,
+        ),
+        (GZIP_RANDOM, best_time(lambda: each(gz, keys), len(keys), repeat, fresh), len(keys)),
+        (
+            "gzip members: source[i] in order",
+            best_time(lambda: each(gz, in_order), count, repeat, fresh),
+            count,
+        ),
+        (
+            "gzip members: __getitems__ of 1024 (random)",
+            best_time(
+                lambda: sum(len(gz.__getitems__(b)) for b in batches), len(batches) * BATCH, repeat, fresh
+            ),
+            len(batches) * BATCH,
+        ),
+        (
+            "uncompressed: source[i] (random, same records)",
+            best_time(lambda: each(flat, keys), len(keys), repeat),
+            len(keys),
+        ),
+    ]
+    gz.close()
+    flat.close()
+    return rows, ok
+
+
 def tfrecord2idx(path: str, index_path: str, repeat: int) -> float | None:
     """Seconds of the tfrecord package's tfrecord2idx (best of ``repeat``), or None when not installed.
 
@@ -246,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
         rows += features_rows
         ok = ok and features_ok
         rows += global_shuffle_rows(directory, args.quick, args.repeat)
+        gzip_found, gzip_ok = gzip_rows(directory, count // 10, args.repeat)
+        rows += gzip_found
+        ok = ok and gzip_ok
 
     lines = [("operation", "records/s", "seconds")]
     lines += [(label, f"{n / s:,.0f}" if s else "-", f"{s:.3f}" if s else "-") for label, s, n in rows]

@@ -283,7 +283,7 @@ def test_close_is_idempotent_and_the_summary_waits_for_it(tmp_path: Path) -> Non
         ({"max_records": -1}, "max_records must be an int >= 1, not -1"),
         ({"max_bytes": 1.5}, "max_bytes must be an int >= 1, not 1.5"),
         ({"num_shards": True}, "num_shards must be an int >= 1, not True"),
-        ({"num_shards": 1, "compression": "gzip", "index": True}, "index=True needs uncompressed shards"),
+        ({"num_shards": 1, "compression": "zlib", "index": True}, "index=True needs uncompressed shards"),
         ({"num_shards": 1, "suffix": ".tfrecord.gz"}, "suffix '.tfrecord.gz' names gzip compression"),
         ({"num_shards": 1, "features": {"a": int}}, "features must be a FeaturesDict, not dict"),
     ],

@@ -149,7 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=look.verify)
 
-    p = _command(sub, "index", "write PATH.idx (DALI's tfrecord2idx format) for uncompressed files")
+    p = _command(
+        sub,
+        "index",
+        "write PATH.idx: DALI's tfrecord2idx format for uncompressed files, a gzip index for .gz files "
+        "written as gzip members (tfrec convert --compression gzip, ShardedWriter(index=True))",
+    )
     p.add_argument("paths", **paths)  # type: ignore[arg-type]
     p.set_defaults(run=look.index)
 
@@ -183,7 +188,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--features", metavar="F", help="features.json to store (or read) samples with")
     p.add_argument("--num-shards", type=int, metavar="N", help="write N shards (default 1)")
     p.add_argument("--max-records", type=int, metavar="N", help="start a new shard every N records")
-    p.add_argument("--compression", choices=("gzip", "zlib"), help="compress the shards")
+    p.add_argument(
+        "--compression",
+        choices=("gzip", "zlib"),
+        help="compress the shards (gzip: as a series of 1 MiB gzip members, which can be indexed)",
+    )
+    p.add_argument(
+        "--index",
+        action="store_true",
+        help="also write SHARD.idx beside each shard (uncompressed or gzip; as tfrec index does)",
+    )
     p.add_argument(
         "--no-features-json", action="store_true", help="do not write features.json beside the shards"
     )

@@ -37,6 +37,7 @@ from ..convert import (
     rename,
     write_samples,
 )
+from ..convert.pipeline import member_bytes
 from ..convert.transforms import KEY
 from ..convert.types import parse_pairs
 from ..data import infer_features, write_dataset
@@ -261,7 +262,13 @@ def _from_tfrecord(source: str, out: str, args: argparse.Namespace) -> int:
                 else {"num_shards": args.num_shards or 1}
             )
             summary = write_dataset(
-                rows_bytes(rows), out, compression=args.compression, progress=args.progress, **limit
+                rows_bytes(rows),
+                out,
+                compression=args.compression,
+                progress=args.progress,
+                index=args.index,
+                gzip_member_bytes=member_bytes(args.compression, None),
+                **limit,
             )
             for path in summary.paths:
                 print(path)
@@ -320,6 +327,11 @@ def convert(args: argparse.Namespace) -> int:
         raise MissingFileError(f"{source}: no such file or directory", path=source)
     if args.num_shards is not None and args.max_records is not None:
         raise InvalidArgumentError("convert: give --num-shards or --max-records, not both")
+    if args.index and args.compression == "zlib":
+        raise InvalidArgumentError(
+            "convert: --index needs uncompressed or gzip shards: no record of a zlib stream can be reached "
+            "by its offset"
+        )
     for option, value in (("--num-shards", args.num_shards), ("--max-records", args.max_records)):
         if value is not None and value < 1:
             raise InvalidArgumentError(f"convert: {option} must be 1 or more, not {value}")
@@ -337,6 +349,7 @@ def convert(args: argparse.Namespace) -> int:
         compression=args.compression,
         progress=args.progress,
         save_features=not args.no_features_json,
+        index=args.index,
     )
     if not args.quiet:
         for shard in summary.shards:

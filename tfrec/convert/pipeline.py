@@ -22,12 +22,13 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from ..data import ShardInfo, WriteSummary, write_dataset
+from ..data import ShardInfo, WriteSummary, build_index, write_dataset
 from ..data.writing.chunks import record_chunks
 from ..data.writing.names import TFRECORD_SUFFIXES
 from ..errors import ConvertError, EncodeError, TfrecError
 from ..features import FeaturesDict
-from ..record import RecordWriter
+from ..record import RecordWriter, resolve_compression
+from ..record.compression import GZIP_MEMBER_BYTES
 from .samples import Samples
 from .transforms import KEY
 
@@ -55,6 +56,7 @@ def write_samples(
     compression: str | None = None,
     progress: bool | None = None,
     save_features: bool = True,
+    index: bool = False,
 ) -> WriteSummary:
     """Write ``samples`` as TFRecord files; returns what was written.
 
@@ -64,8 +66,11 @@ def write_samples(
             file's name ending in ``.tfrecord`` (``.gz``/``.zz`` for compression) when neither
             ``num_shards`` nor ``max_records`` is given.
         num_shards, max_records: as for :class:`tfrec.data.ShardedWriter` (default: one shard).
-        compression: ``None``, ``"gzip"`` or ``"zlib"``.
+        compression: ``None``, ``"gzip"`` or ``"zlib"``. Gzip is written as a series of gzip
+            members of 1 MiB of records (one gzip stream to every reader), so that it can be
+            indexed (``tfrec index``) and read at random.
         progress: a progress bar (tqdm): ``None`` on a terminal only.
+        index: also write an index beside each file (``tfrec.build_index``'s format).
         save_features: write ``features.json`` (and class names) into the output's directory,
             as tensorflow_datasets lays a dataset out.
 
@@ -76,13 +81,19 @@ def write_samples(
     features = samples.features
     single = num_shards is None and max_records is None and out.endswith(TFRECORD_SUFFIXES)
     if single:
-        summary = _write_one(_serialized(samples, features), out, compression, progress)
+        summary = _write_one(_serialized(samples, features), out, compression, progress, index)
     else:
         limit: dict[str, Any] = (
             {"max_records": max_records} if max_records else {"num_shards": num_shards or 1}
         )
         summary = write_dataset(
-            _serialized(samples, features), out, compression=compression, progress=progress, **limit
+            _serialized(samples, features),
+            out,
+            compression=compression,
+            progress=progress,
+            index=index,
+            gzip_member_bytes=member_bytes(compression, None),
+            **limit,
         )
     if save_features:
         try:
@@ -95,13 +106,23 @@ def write_samples(
     return summary
 
 
+def member_bytes(compression: str | None, path: str | None) -> int | None:
+    """The gzip member size converters write gzip with: members make a file indexable later."""
+    codec = resolve_compression(compression if compression is not None else "auto", path)
+    return GZIP_MEMBER_BYTES if codec == "gzip" else None
+
+
 def _write_one(
-    records: Iterator[bytes], out: str, compression: str | None, progress: bool | None
+    records: Iterator[bytes], out: str, compression: str | None, progress: bool | None, index: bool
 ) -> WriteSummary:
     bar = _bar(progress)
     count = data_bytes = 0
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    writer = RecordWriter(out, compression if compression is not None else "auto")
+    writer = RecordWriter(
+        out,
+        compression if compression is not None else "auto",
+        gzip_member_bytes=member_bytes(compression, out),
+    )
     try:
         for chunk in record_chunks(records):
             writer.write_many(chunk)
@@ -119,7 +140,10 @@ def _write_one(
         if bar is not None:
             bar.close()
     writer.close()
-    return WriteSummary((ShardInfo(out, count, os.path.getsize(out), data_bytes),))
+    summary = WriteSummary((ShardInfo(out, count, os.path.getsize(out), data_bytes),))
+    if index:
+        build_index(out)
+    return summary
 
 
 def _bar(progress: bool | None) -> Any:

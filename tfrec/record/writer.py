@@ -24,9 +24,10 @@ from typing import IO
 
 import numpy as np
 
+from ..arguments import check_count
 from ..errors import InvalidArgumentError, RecordTypeError, TfrecError
 from . import frame
-from .compression import check_level, open_compressed, resolve_compression
+from .compression import GzipMembersWriter, check_level, open_compressed, resolve_compression
 from .crc import crc_function, mask, mask_array
 
 __all__ = ["RecordWriter", "temporary_path", "write_records"]
@@ -86,6 +87,12 @@ class RecordWriter:
             ``.zz``/``.zlib`` -> zlib, anything else or a file object -> none),
             ``None``, ``"gzip"`` or ``"zlib"``.
         compression_level: zlib level 0-9; ``None`` for zlib's default (as TF).
+        gzip_member_bytes: gzip only: end a gzip member after this many
+            uncompressed bytes of frames, on a record boundary (``None``: one
+            member, the bytes ``tf.io.TFRecordWriter`` writes). The members
+            are one gzip stream to every reader, and :attr:`gzip_members` says
+            where each starts, so that an index can locate records
+            (indexed shards use 1 MiB).
 
     A path is written through a temporary file in the same directory
     (``.NAME.<8 hex digits>.tmp``), renamed over ``destination`` by :meth:`close`.
@@ -106,6 +113,7 @@ class RecordWriter:
         compression: str | None = "auto",
         *,
         compression_level: int | None = None,
+        gzip_member_bytes: int | None = None,
     ) -> None:
         self._path: str | None = None
         self._temp_path: str | None = None
@@ -114,6 +122,12 @@ class RecordWriter:
         # Validate before any file is created.
         codec = resolve_compression(compression, destination if is_path else None)  # type: ignore[arg-type]
         check_level(compression_level)
+        if gzip_member_bytes is not None:
+            check_count("gzip_member_bytes", gzip_member_bytes)
+            if codec != "gzip":
+                raise InvalidArgumentError(
+                    f"RecordWriter: gzip_member_bytes needs gzip compression, not {codec or 'none'}"
+                )
         self._crc = crc_function()
         if isinstance(destination, (str, os.PathLike)):
             self._path = os.fspath(destination)
@@ -123,7 +137,8 @@ class RecordWriter:
             self._raw = os.fdopen(fd, "wb")
         else:
             self._raw = destination
-        self._stream = open_compressed(self._raw, codec, compression_level)
+        self._stream = open_compressed(self._raw, codec, compression_level, gzip_member_bytes)
+        self._members = self._stream if isinstance(self._stream, GzipMembersWriter) else None
         self._pending: list[Bytes] = []
         self._pending_bytes = 0
         self._closed = False
@@ -133,6 +148,19 @@ class RecordWriter:
     def path(self) -> str | None:
         """The final path of the file, or ``None`` when writing to a file object."""
         return self._path
+
+    @property
+    def gzip_members(self) -> list[tuple[int, int]] | None:
+        """``(compressed offset, first record)`` of each gzip member so far, with ``gzip_member_bytes``;
+        else ``None``. Complete after :meth:`close`.
+
+        Example:
+            >>> with tfrec.RecordWriter("x.tfrecord.gz", gzip_member_bytes=1 << 20) as w:
+            ...     w.write_many(records)
+            >>> w.gzip_members
+            [(0, 0), (301544, 2730), ...]
+        """
+        return list(self._members.members) if self._members is not None else None
 
     def _check_open(self) -> None:
         if self._failed is not None:
@@ -195,7 +223,9 @@ class RecordWriter:
         if not self._pending:
             return
         try:
-            if self._pending_bytes >= _DIRECT_PART * len(self._pending):
+            if self._members is not None:  # members end between frames: the stream sees them whole
+                self._members.write_frames(self._pending)  # type: ignore[arg-type]
+            elif self._pending_bytes >= _DIRECT_PART * len(self._pending):
                 self._stream.writelines(self._pending)  # large parts: written without another copy
             else:
                 self._stream.write(b"".join(self._pending))
@@ -326,6 +356,7 @@ def write_records(
     compression: str | None = "auto",
     *,
     compression_level: int | None = None,
+    gzip_member_bytes: int | None = None,
 ) -> int:
     """Write every record of ``records`` to ``destination`` as TFRecord frames.
 
@@ -334,6 +365,8 @@ def write_records(
         records: bytes-like objects.
         compression: ``"auto"`` (from the suffix), ``None``, ``"gzip"`` or ``"zlib"``.
         compression_level: zlib level 0-9; ``None`` for zlib's default.
+        gzip_member_bytes: gzip only: a series of members of about this many
+            uncompressed bytes each (see :class:`RecordWriter`).
 
     Returns:
         The number of records written.
@@ -342,5 +375,7 @@ def write_records(
         >>> tfrec.write_records("x.tfrecord", [b"a", b"bc"])
         2
     """
-    with RecordWriter(destination, compression, compression_level=compression_level) as writer:
+    with RecordWriter(
+        destination, compression, compression_level=compression_level, gzip_member_bytes=gzip_member_bytes
+    ) as writer:
         return writer.write_many(records)

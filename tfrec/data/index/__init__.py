@@ -1,6 +1,7 @@
 """Index files (data layer): DALI's ``tfrecord2idx`` format (:mod:`.format`) and building one by
 scanning a file's headers (:mod:`.scan`); an index is trusted only where it follows the file's
-chain of frames (:mod:`.chain`). Frames are read at their offsets by the record layer
+chain of frames (:mod:`.chain`). Gzip files written as a series of members have a gzip index, an
+extension of the format (:mod:`.members`). Frames are read at their offsets by the record layer
 (:mod:`tfrec.record.positioned`).
 
 Example:

@@ -43,6 +43,7 @@ __all__ = [
     "read_index",
     "read_index_text",
     "write_index",
+    "write_index_text",
 ]
 
 INDEX_SUFFIX = ".idx"  # an index sits beside its file: train-00000-of-00004.tfrecord.idx
@@ -52,8 +53,13 @@ FileIndex = tuple[np.ndarray, np.ndarray]  # (offsets, frame lengths), int64
 
 def write_index(index_path: str | os.PathLike[str], offsets: Iterable[int], lengths: Iterable[int]) -> None:
     """Write an index file (``offset length`` lines), atomically: a temp file renamed into place."""
-    index_path = os.fspath(index_path)
     text = "".join(f"{offset} {length}\n" for offset, length in zip(offsets, lengths, strict=True))
+    write_index_text(index_path, text)
+
+
+def write_index_text(index_path: str | os.PathLike[str], text: str) -> None:
+    """Write an index file's text atomically: a temp file renamed into place."""
+    index_path = os.fspath(index_path)
     directory, name = os.path.split(os.path.abspath(index_path))
     temp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
     try:
@@ -160,6 +166,11 @@ def _index_syntax_error(index_path: str, text: bytes) -> str:
     lines = text.split(b"\n")
     if text.endswith(b"\n"):
         lines.pop()  # the newline ending the last line
+    if text.startswith(b"tfrec-gzip-index"):
+        return (
+            f"{index_path}, line 1: a gzip index (tfrec's extension of the format, for gzip shards written "
+            "as a series of members), not 'offset length' lines; it goes with a .gz file"
+        )
     for number, line in enumerate(lines, 1):
         if not _INDEX_LINE.fullmatch(line):
             return (

@@ -1,7 +1,9 @@
 """Building an index by scanning a TFRecord file's headers (data layer).
 
-The file must be uncompressed: a gzip or zlib stream can only be read from its
-start, so no record of it can be reached by its offset.
+The file must be uncompressed, or gzip written as a series of members that end
+on record boundaries (:mod:`.members` builds its index): any other gzip or
+zlib stream can only be read from its start, so no record of it can be
+reached by its offset.
 
 Example:
     >>> build_index("train-00000-of-00004.tfrecord")
@@ -21,6 +23,7 @@ from ...record.compression import GZIP_MAGIC
 from ...record.files import open_regular
 from ...record.positioned import read_fully
 from .format import INDEX_SUFFIX, FileIndex, write_index
+from .members import scan_gzip_index, write_gzip_index
 
 __all__ = ["build_index", "check_uncompressed", "scan_index"]
 
@@ -99,15 +102,20 @@ def build_index(
     *,
     compression: str | None = "auto",
 ) -> str:
-    """Write the index file of an uncompressed TFRecord file, as DALI's ``tfrecord2idx`` does.
+    """Write the index file of a TFRecord file: DALI's ``tfrecord2idx`` format for an uncompressed one.
 
     Reads record headers and skips over payloads; every length CRC is checked.
+    A gzip file written as a series of members that end on record boundaries
+    (``tfrec.ShardedWriter(..., compression="gzip", index=True)``) gets a gzip
+    index (:mod:`tfrec.data.index.members`), found by inflating it once; a gzip
+    stream of one member (as TensorFlow writes) or a zlib stream cannot be
+    indexed (InvalidArgumentError says why).
 
     Args:
         path: the TFRecord file.
         index_path: where to write; by default ``path + ".idx"``.
-        compression: ``"auto"`` (from the suffix) or ``None``; a compressed file
-            cannot be indexed (InvalidArgumentError says why).
+        compression: ``"auto"`` (from the suffix), ``None`` or ``"gzip"`` (for a
+            file whose name ends in ``.gz``: readers tell gzip from the suffix).
 
     Returns:
         The path of the index file.
@@ -118,6 +126,10 @@ def build_index(
     """
     path = os.fspath(path)
     target = os.fspath(index_path) if index_path is not None else path + INDEX_SUFFIX
+    # Only a file named .gz: readers of the index tell gzip from the suffix, as they tell the index's format.
+    if resolve_compression(compression, path) == "gzip" and resolve_compression("auto", path) == "gzip":
+        write_gzip_index(target, scan_gzip_index(path))
+        return target
     offsets, lengths = scan_index(path, compression=compression)
     write_index(target, offsets.tolist(), lengths.tolist())
     return target

@@ -1,10 +1,11 @@
-"""Random access to the records of uncompressed TFRecord files (data layer).
+"""Random access to the records of TFRecord files: uncompressed, or gzip in members (data layer).
 
 :class:`RecordFileSource` maps record numbers to records across one or many
 shards, with an index per shard (read from ``{shard}.idx`` or built in memory
-by scanning headers). It follows grain's ``RandomAccessDataSource`` protocol
-and PyTorch's map-style ``Dataset``: ``__len__``, ``__getitem__``,
-``__getitems__``.
+by scanning headers). Gzip files written as a series of members with a gzip
+index are read by :mod:`.gzip_members`. It follows grain's
+``RandomAccessDataSource`` protocol and PyTorch's map-style ``Dataset``:
+``__len__``, ``__getitem__``, ``__getitems__``.
 
 Example:
     >>> source = tfrec.RecordFileSource("data/train-*.tfrecord", features=features)
@@ -27,6 +28,7 @@ import numpy as np
 from ...errors import InvalidArgumentError, MissingFileError, OutOfRangeError, RecordError
 from ...example import FixedLenFeature, RaggedArray, parse_example, parse_single_example
 from ...features import FeaturesDict
+from ...record import resolve_compression
 from ...record.files import open_regular
 from ...record.positioned import read_frame, read_frames
 from ..index.chain import check_frame_chain
@@ -34,6 +36,7 @@ from ..index.format import INDEX_SUFFIX, check_index_span, frames_end, read_inde
 from ..index.scan import check_uncompressed, scan_index
 from ..paths import expand_paths
 from ..pipeline.decode import check_features_or_spec
+from .gzip_members import GzipShard, MemberCache
 
 __all__ = ["RecordFileSource"]
 
@@ -42,7 +45,7 @@ _BATCH_BYTES = 64 << 20  # __getitems__ verifies up to this many bytes of frames
 
 
 class RecordFileSource:
-    """Random access to the records of one or many uncompressed TFRecord files.
+    """Random access to the records of one or many uncompressed (or indexed gzip) TFRecord files.
 
     Args:
         paths: a path, a glob pattern, or a list of them; records are numbered
@@ -53,7 +56,11 @@ class RecordFileSource:
             or ``spec``, records are ``bytes``.
         index_paths: the index file of each path (DALI ``tfrecord2idx`` format);
             by default ``{path}.idx`` when it exists, else the index is built in
-            memory by scanning the record headers.
+            memory by scanning the record headers. A ``.gz`` file must have been
+            written as a series of gzip members (``tfrec.ShardedWriter(...,
+            compression="gzip", index=True)``); its gzip index is read, or built
+            by inflating the file once. A record is read by inflating its member
+            (about 1 MiB); the last few inflated members are kept.
 
     The source is thread-safe (positioned reads, no shared file position),
     deterministic, and picklable: a copy reopens its files on first use. Both
@@ -93,6 +100,7 @@ class RecordFileSource:
         self._spec = dict(spec) if spec is not None else None
         # The index each file's frames came from, or None when they were found by scanning its headers.
         self._index_paths: list[str | None] = [None] * len(self._paths)
+        self._gzip: list[GzipShard | None] = [None] * len(self._paths)  # the gzip files' members
         bounds = [self._load_index(i, indexes) for i in range(len(self._paths))]
         # All files' bounds in one array: record g of file f starts at _flat[g + f], ends at _flat[g + f + 1].
         self._flat = np.concatenate(bounds) if bounds else np.zeros(0, np.int64)
@@ -102,10 +110,16 @@ class RecordFileSource:
     def _load_index(self, shard: int, index_paths: Sequence[str] | None) -> np.ndarray:
         """The offsets of a file's frames followed by the file's size (where a next frame would start)."""
         path = self._paths[shard]
-        check_uncompressed(path, purpose="RecordFileSource (random access)")
+        gzip = resolve_compression("auto", path) == "gzip"
+        if not gzip:
+            check_uncompressed(path, purpose="RecordFileSource (random access)")
         if not os.path.exists(path):
             raise MissingFileError(f"{path}: no such file")
         index_path = index_paths[shard] if index_paths is not None else path + INDEX_SUFFIX
+        if gzip:  # a series of members: its records are read by gzip_members
+            given = index_paths is not None or os.path.exists(index_path)
+            members = self._gzip[shard] = GzipShard.load(path, index_path if given else None)
+            return members.bounds()
         if index_paths is None and not os.path.exists(index_path):
             offsets, lengths = scan_index(path, compression=None)
         else:
@@ -134,6 +148,7 @@ class RecordFileSource:
         # next open anywhere in the process may have been given, for another file).
         self._generation = 0
         self._open_lock = threading.Lock()
+        self._inflated = MemberCache()  # the gzip members inflated last
         self._finalizer = weakref.finalize(self, _close_all, self._fds)
         self._batched_spec = self._spec is not None and all(
             isinstance(s, FixedLenFeature) for s in self._spec.values()
@@ -197,6 +212,9 @@ class RecordFileSource:
 
     def _read(self, number: int) -> bytes:
         shard = bisect.bisect_right(self._ends_list, number)
+        members = self._gzip[shard]
+        if members is not None:
+            return self._read_gzip(members, shard, number)
         generation = self._generation
         fd = self._fds[shard]
         if fd is None:
@@ -234,9 +252,35 @@ class RecordFileSource:
                 fd = self._open_locked(shard)
             return self._read_from(fd, shard, number)
 
+    def _read_gzip(self, members: GzipShard, shard: int, number: int) -> bytes:
+        """A record of a gzip file, as _read reads one of a plain file (again after a close())."""
+        local = number - (self._ends_list[shard - 1] if shard else 0)
+        generation = self._generation
+        fd = self._fds[shard]
+        if fd is None:
+            fd = self._open(shard)
+        try:
+            data = members.read(fd, local, self._inflated, (generation, shard))
+        except (OSError, RecordError):
+            if self._generation == generation:
+                raise
+            data = None
+        if data is None or self._generation != generation:
+            with self._open_lock:
+                fd = self._fds[shard]
+                if fd is None:
+                    fd = self._open_locked(shard)
+                return members.read(fd, local, self._inflated, (self._generation, shard))
+        return data
+
     def _read_many(self, numbers: list[int]) -> list[bytes]:
         if not numbers:
             return []
+        if any(self._gzip):  # in record order, so that each member is inflated once per batch
+            found: list[bytes] = [b""] * len(numbers)
+            for place in sorted(range(len(numbers)), key=numbers.__getitem__):
+                found[place] = self._read(numbers[place])
+            return found
         chosen = np.array(numbers, np.int64)
         shards = np.searchsorted(self._ends, chosen, side="right")
         at = chosen + shards
@@ -285,6 +329,10 @@ class RecordFileSource:
 
     def _check_file(self, shard: int, fd: int) -> None:
         """Raise unless the open file is the one indexed: its size, and (from an index file) its frames."""
+        members = self._gzip[shard]
+        if members is not None:
+            members.check_file(fd)
+            return
         path = self._paths[shard]
         first, last = self._ends_list[shard - 1] + shard if shard else 0, self._ends_list[shard] + shard
         size = os.fstat(fd).st_size
@@ -326,6 +374,7 @@ class RecordFileSource:
             self._generation += 1  # then: reads already holding one will notice
             for fd in open_fds:
                 os.close(fd)
+            self._inflated.clear()
 
     def __enter__(self) -> RecordFileSource:
         return self
@@ -342,6 +391,7 @@ class RecordFileSource:
             "flat": self._flat,
             "counts": self._counts,
             "index_paths": self._index_paths,
+            "gzip": self._gzip,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -351,6 +401,7 @@ class RecordFileSource:
         self._flat = state["flat"]
         self._counts = state["counts"]
         self._index_paths = list(state.get("index_paths", [None] * len(self._paths)))
+        self._gzip = list(state.get("gzip", [None] * len(self._paths)))
         self._setup()
 
     def __repr__(self) -> str:

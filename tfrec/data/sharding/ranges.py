@@ -15,6 +15,11 @@ makes record numbers drift. Only the index lines at the cuts (and the last
 one, which must end where the file ends) are parsed: counting the lines of a
 million-record index takes milliseconds, and the reader verifies every frame.
 
+Gzip files written as a series of members have a gzip index
+(:mod:`tfrec.data.index.members`): their ranges are in offsets of the inflated
+stream, as :class:`~tfrec.RecordReader` counts them; a reader inflates its file
+from the start up to its range (the members are not yet used to skip ahead).
+
 A :class:`FileRange` *is* its path (a ``str``), so everything that lists,
 shuffles or opens a reader's files handles pieces unchanged; only the reader
 of a file looks at the range.
@@ -37,6 +42,7 @@ from typing import Any
 from ...errors import InvalidArgumentError, ShardingError
 from ...record import resolve_compression
 from ..index.format import INDEX_SUFFIX, IndexLines, check_index_covers, read_index_text
+from ..index.members import GZIP_INDEX_HEADER, is_gzip_index, parse_gzip_index, read_gzip_index
 from ..paths import file_size, is_file, local_path, read_bytes
 
 __all__ = ["FileRange", "RecordRanges", "locate_indexes", "split_records"]
@@ -116,8 +122,9 @@ def locate_indexes(
     """The index file of each file: ``index_paths`` as given, else ``{file}.idx`` beside it.
 
     Raises:
-        ShardingError: a file is compressed (no index can exist for it), or has
-            no index beside it; the message names the first such file.
+        ShardingError: a file is compressed (no index can exist for it, but for
+            gzip members with a gzip index), or has no index beside it; the
+            message names the first such file.
         InvalidArgumentError: ``index_paths`` does not give one index per file.
     """
     if index_paths is not None and len(index_paths) != len(files):
@@ -128,18 +135,42 @@ def locate_indexes(
     found = []
     for n, path in enumerate(files):
         codec = resolve_compression(compression, path)
-        if codec is not None:
+        index_path = index_paths[n] if index_paths is not None else path + INDEX_SUFFIX
+        if codec is not None and not (codec == "gzip" and _gzip_index(index_path, storage_options)):
             raise ShardingError(
                 f"{path} is {codec}-compressed, and a compressed file cannot be indexed "
-                "(a record in the middle of it cannot be reached without reading everything before it)"
+                "(a record in the middle of it cannot be reached without reading everything before it), "
+                "unless it is a series of gzip members with a gzip index beside it, as "
+                "tfrec.ShardedWriter(..., compression='gzip', index=True) writes"
             )
-        index_path = index_paths[n] if index_paths is not None else path + INDEX_SUFFIX
         if index_paths is None and not is_file(index_path, storage_options):
             raise ShardingError(
                 f"{path} has no index ({index_path} does not exist; tfrec.build_index({path!r}) writes it)"
             )
         found.append(index_path)
     return found
+
+
+def _gzip_index(index_path: str, storage_options: Mapping[str, Any] | None) -> bool:
+    """Whether ``index_path`` exists and is a gzip index (its first line says so)."""
+    if not is_file(index_path, storage_options):
+        return False
+    local = local_path(os.fspath(index_path))
+    if local is None:
+        return is_gzip_index(read_bytes(os.fspath(index_path), storage_options))
+    with open(local, "rb") as file:
+        return is_gzip_index(file.read(len(GZIP_INDEX_HEADER)))
+
+
+class _StreamLines:
+    """A gzip index as :func:`_pieces` reads it: a count and each record's offset in the inflated stream."""
+
+    def __init__(self, bounds: Any) -> None:
+        self._bounds = bounds
+        self.count = len(bounds) - 1
+
+    def offset(self, record: int) -> int:
+        return int(self._bounds[record])
 
 
 def split_records(
@@ -175,7 +206,9 @@ def split_records(
     located = locate_indexes(
         files, compression=compression, storage_options=storage_options, index_paths=index_paths
     )
-    indexes = [_index(path, index, storage_options) for path, index in zip(files, located, strict=True)]
+    indexes = [
+        _index(path, index, storage_options, compression) for path, index in zip(files, located, strict=True)
+    ]
     counts = [lines.count for lines in indexes]
     total = sum(counts)
     if total < count:
@@ -197,7 +230,7 @@ def split_records(
 
 
 def _pieces(
-    low: int, high: int, files: Sequence[str], ends: list[int], indexes: list[IndexLines]
+    low: int, high: int, files: Sequence[str], ends: list[int], indexes: list[IndexLines | _StreamLines]
 ) -> list[FileRange]:
     """Global records ``low`` to ``high`` as one piece per file they touch."""
     out = []
@@ -213,10 +246,18 @@ def _pieces(
     return out
 
 
-def _index(path: str, index_path: str, storage_options: Mapping[str, Any] | None) -> IndexLines:
+def _index(
+    path: str, index_path: str, storage_options: Mapping[str, Any] | None, compression: str | None
+) -> IndexLines | _StreamLines:
     """The lines of ``path``'s index, once its frames are seen to cover the file from end to end."""
     size = file_size(path, storage_options)
     local = local_path(os.fspath(index_path))
+    if resolve_compression(compression, path) == "gzip":
+        # Checked line by line and against the file's size (its frames can only be read inflated).
+        if local is not None:
+            return _StreamLines(read_gzip_index(local, data_size=size).stream_offsets())
+        text = read_bytes(os.fspath(index_path), storage_options)
+        return _StreamLines(parse_gzip_index(text, index_path, data_size=size).stream_offsets())
     # A local index is opened as a regular file and read no further than its data file allows: a FIFO
     # would block and a device would be read whole.
     text = (

@@ -34,9 +34,11 @@ import numpy as np
 from ...errors import EncodeError, InvalidArgumentError, OptionalDependencyError, TfrecError
 from ...features import FeaturesDict
 from ...record import RecordWriter, resolve_compression
+from ...record.compression import GZIP_MEMBER_BYTES
 from ...record.frame import FRAMING
 from ...record.writer import temporary_path
 from ..index.format import INDEX_SUFFIX, write_index
+from ..index.members import GzipIndex, write_gzip_index
 from .chunks import CHUNK_RECORDS, record_chunks, sample_batches
 from .names import shard_name, shard_suffix, shard_x_of_y
 from .publish import make_directory, publish_shards
@@ -151,9 +153,15 @@ class ShardedWriter:
         compression_level: zlib level 0-9, ``None`` for zlib's default.
         features: a FeaturesDict: :meth:`write` takes samples and serializes
             them with it. Without it, :meth:`write` takes bytes.
-        index: also write ``{shard}.idx`` per shard (DALI ``tfrecord2idx``
-            format), from the offsets known while writing. Needs uncompressed
-            shards.
+        index: also write ``{shard}.idx`` per shard, from the offsets known
+            while writing: DALI's ``tfrecord2idx`` format for uncompressed
+            shards; for gzip, shards of gzip members that end on record
+            boundaries and a gzip index locating each record's member
+            (:mod:`tfrec.data.index.members`), so they are read at random and
+            split by records, and are still one gzip stream for TensorFlow.
+            zlib shards cannot be indexed.
+        gzip_member_bytes: gzip: uncompressed bytes of records per gzip member
+            (default with ``index=True``: 1 MiB; without an index, one member).
         suffix: the shards' file suffix.
 
     Give exactly one of ``num_shards``, ``max_records``, ``max_bytes``. Use it as
@@ -179,6 +187,7 @@ class ShardedWriter:
         features: FeaturesDict | None = None,
         index: bool = False,
         suffix: str = ".tfrecord",
+        gzip_member_bytes: int | None = None,
     ) -> None:
         limits = {"num_shards": num_shards, "max_records": max_records, "max_bytes": max_bytes}
         given = {name: value for name, value in limits.items() if value is not None}
@@ -196,11 +205,15 @@ class ShardedWriter:
             )
         self._codec = resolve_compression(compression, None)
         self._suffix = _full_suffix(suffix, self._codec)
-        if index and self._codec is not None:
+        if index and self._codec == "zlib":
             raise InvalidArgumentError(
-                f"ShardedWriter: index=True needs uncompressed shards: an index holds byte offsets, and "
-                f"no record of a {self._codec} stream can be reached by its offset"
+                "ShardedWriter: index=True needs uncompressed shards (or gzip ones, written as a series of "
+                "members): an index holds byte offsets, and no record of a zlib stream can be reached by "
+                "its offset"
             )
+        if gzip_member_bytes is None and index and self._codec == "gzip":
+            gzip_member_bytes = GZIP_MEMBER_BYTES
+        self._member_bytes = gzip_member_bytes
         self._prefix = os.fspath(path_prefix)
         self._num_shards = num_shards
         self._max_records = max_records
@@ -343,7 +356,9 @@ class ShardedWriter:
         pending = temporary_path(f"{self._prefix}-{number:05d}")
         file = open(pending, "xb")  # noqa: SIM115  # closed by _finish or abort
         try:
-            writer = RecordWriter(file, self._codec, compression_level=self._level)
+            writer = RecordWriter(
+                file, self._codec, compression_level=self._level, gzip_member_bytes=self._member_bytes
+            )
         except BaseException:
             file.close()
             os.remove(pending)
@@ -361,7 +376,11 @@ class ShardedWriter:
             lengths = np.frombuffer(shard.lengths, np.int64)
             offsets = np.cumsum(lengths) - lengths
             shard.pending_index = temporary_path(f"{self._prefix}-{shard.number:05d}{INDEX_SUFFIX}")
-            write_index(shard.pending_index, offsets.tolist(), lengths.tolist())
+            members = shard.writer.gzip_members
+            if members is not None:
+                write_gzip_index(shard.pending_index, GzipIndex.from_members(members, lengths))
+            else:
+                write_index(shard.pending_index, offsets.tolist(), lengths.tolist())
             shard.lengths = array.array("q")
 
     # -- closing --------------------------------------------------------------------------------------
@@ -527,13 +546,14 @@ def write_dataset(
     index: bool = False,
     suffix: str = ".tfrecord",
     progress: bool | None = None,
+    gzip_member_bytes: int | None = None,
 ) -> WriteSummary:
     """Write every sample (or bytes record, without ``features``) as shards, in one call.
 
     Args:
         samples: nested dicts (with ``features``) or bytes.
-        path_prefix, num_shards, max_records, max_bytes, compression, index, suffix:
-            as for :class:`ShardedWriter` (give one of the three limits).
+        path_prefix, num_shards, max_records, max_bytes, compression, index, suffix,
+            gzip_member_bytes: as for :class:`ShardedWriter` (give one of the three limits).
         features: the FeaturesDict that serializes the samples.
         progress: show a tqdm progress bar (records and records/s). ``None``:
             when tqdm is installed and stderr is a terminal; ``True``: always
@@ -556,6 +576,7 @@ def write_dataset(
         features=features,
         index=index,
         suffix=suffix,
+        gzip_member_bytes=gzip_member_bytes,
     ) as writer:
         if bar is None:
             writer.write_many(samples)
