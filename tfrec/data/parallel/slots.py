@@ -377,7 +377,8 @@ class SlotReader:
             for region in regions:  # nothing refers to them (all copied): the slot can be unmapped
                 with contextlib.suppress(BufferError):
                     region.release()
-            self.freed.append((worker, slot, False))
+            if self.lend:  # (only the pool's reader has slots to give back)
+                self.freed.append((worker, slot, False))
 
     def returned(self) -> list[tuple[int, int]]:
         """The (process, slot) pairs free again since the last call: their arrays are gone or copied."""
