@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from hypothesis.extra import numpy as hnp
 import tfrec
 from tfrec.data.parallel import slots as shared_batches
 from tfrec.data.parallel.slots import (
+    LEND_LIMIT,
     OUT_OF_BAND,
     PREFIX,
     SlotReader,
@@ -159,6 +161,44 @@ def test_what_is_handed_out_owns_its_memory(pool: tuple[SlotWriter, SlotReader])
     round_trip(pool, [{"x": np.full(BIG, 2.0), "b": np.array([b"b" * 100] * 1000, dtype=object)}], slot=0)
     assert same(out, first)  # the slot was overwritten, the arrays were not
     out[0]["x"][0] = 5.0  # and they are writable
+
+
+def test_a_lending_reader_hands_out_views_and_returns_the_slot_when_they_go() -> None:
+    pool_id = new_pool_id()
+    writer, reader = SlotWriter(pool_id, 0, SLOTS), SlotReader(pool_id, lend=True)
+    try:
+        images = np.array([b"a" * 100] * 1000, dtype=object)
+        items = [{"x": np.arange(BIG, dtype=np.float64).reshape(-1, 1), "b": images}]
+        out = reader.unpack(0, *writer.pack(items, 2))
+        assert same(out, items) and not out[0]["x"].flags.owndata and out[0]["x"].flags.writeable
+        view = out[0]["x"][5:]  # a view of a view keeps the slot lent too
+        del out
+        gc.collect()
+        assert reader.returned() == []
+        del view
+        gc.collect()
+        assert reader.returned() == [(0, 2)]
+        header, inband = writer.pack(items, 2)  # free again: the writer may fill it
+        assert same(reader.unpack(0, header, inband), items)
+    finally:
+        reader.close()
+        writer.close()
+    assert unlink_segments(pool_id, 1, SLOTS) == 0
+
+
+def test_a_lending_reader_copies_past_its_limit_and_outlives_the_segments() -> None:
+    pool_id = new_pool_id()
+    writer, reader = SlotWriter(pool_id, 0, LEND_LIMIT + 1), SlotReader(pool_id, lend=True)
+    pulls = [[np.full(BIG, float(slot))] for slot in range(LEND_LIMIT + 1)]
+    outs = [reader.unpack(0, *writer.pack(pull, slot)) for slot, pull in enumerate(pulls)]
+    assert [not out[0].flags.owndata for out in outs] == [True] * LEND_LIMIT + [False]
+    assert reader.returned() == [(0, LEND_LIMIT)]  # the copy gave its slot back at once
+    reader.close()  # with arrays still lent: they keep their mapping
+    writer.close()  # and the segments are unlinked under them
+    assert unlink_segments(pool_id, 1, LEND_LIMIT + 1) == 0
+    assert all(same(out, pull) for out, pull in zip(outs, pulls, strict=True))
+    del outs
+    gc.collect()
 
 
 def test_a_slot_grows_when_a_pull_does_not_fit(pool: tuple[SlotWriter, SlotReader]) -> None:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import tfrec
 from tfrec.data import ReadOptions, ShardOptions, TFRecordDataset
-from tfrec.data.parallel.slots import PREFIX
+from tfrec.data.parallel.slots import LEND_LIMIT, PREFIX
 from tfrec.errors import ShardingError, WorkerError
 
 SPEC = {"id": tfrec.FixedLenFeature([], tfrec.int64)}
@@ -287,6 +287,40 @@ def test_segments_go_with_the_pool(wide: Path) -> None:
     pool = pool_id(it)
     del it  # dropped mid-epoch
     assert gone(pool) and no_children()
+
+
+def test_batches_are_lent_from_shared_memory_and_their_slots_come_back(wide: Path) -> None:
+    one = list(wide_batches(wide, 0))
+    it = iter(wide_batches(wide, 1))
+    for n, batch in enumerate(it):  # each batch dropped before the next: every slot comes back
+        if n < len(one) - 1:  # (the last, short, batch is small enough for the pipe)
+            assert not batch["vec"].flags.owndata and batch["vec"].flags.writeable  # a view, no copy
+        assert np.array_equal(batch["vec"], one[n]["vec"]) and list(batch["blob"]) == list(one[n]["blob"])
+    assert no_children()
+
+
+def test_batches_kept_are_copied_past_the_lending_limit(wide: Path) -> None:
+    one = list(wide_batches(wide, 0))
+    kept = list(wide_batches(wide, 1))  # a consumer that keeps everything holds few slots
+    lent = [not batch["vec"].flags.owndata for batch in kept[:-1]]  # (the last came by pipe)
+    assert lent[:LEND_LIMIT] == [True] * LEND_LIMIT and not any(lent[LEND_LIMIT:])
+    for a, b in zip(one, kept, strict=True):
+        assert np.array_equal(a["vec"], b["vec"]) and np.array_equal(a["id"], b["id"])
+
+
+@needs_shm_listing
+def test_lent_batches_outlive_the_processes_and_their_segments(wide: Path) -> None:
+    expected = [batch["vec"].copy() for batch in wide_batches(wide, 2)]  # same seed: same batches
+    it = iter(wide_batches(wide, 2))
+    first, second = next(it), next(it)
+    pool = pool_id(it)
+    assert not first["vec"].flags.owndata
+    it.close()
+    assert segments(pool) == [] and no_children()  # unlinked while the consumer still maps them
+    assert np.array_equal(first["vec"], expected[0]) and np.array_equal(second["vec"], expected[1])
+    first["vec"][:] = 0.0  # still writable: the mapping is the batch's own now
+    del first, second
+    gc.collect()
 
 
 @needs_shm_listing

@@ -5,11 +5,13 @@ With ``num_workers=N`` the ops up to the first ``take``/``skip``/``repeat``
 batched parsing) run in N processes, each over a disjoint share of the files
 (:mod:`tfrec.data.sharding`). Each process hands back whole pulls (a batch
 each after ``batch``): their large arrays through shared-memory slots, the
-rest pickled over a pipe (:mod:`tfrec.data.parallel.slots`). The consumer
+rest pickled over a pipe (:mod:`tfrec.data.parallel.slots`). Numeric arrays
+arrive as views of the slot, without a copy: the slot is lent to the consumer
+until they are gone, and the consumer tells the process which slots are free
+again as it pulls (a process that finds none free sends through the pipe). The consumer
 takes them round-robin, worker 0, 1, ..., skipping workers that are done: the
 order depends only on the seed and N, never on timing. A process may be
-:data:`~tfrec.data.parallel.worker.PULLS_AHEAD` pulls ahead of the consumer (credit-based flow control), one
-slot per pull in flight.
+:data:`~tfrec.data.parallel.worker.PULLS_AHEAD` pulls ahead of the consumer (credit-based flow control).
 
 Every process keeps the pipeline state after each pull it has sent, back to
 the last one the consumer took, so the consumer's ``state()`` asks each
@@ -52,7 +54,7 @@ from ..pipeline.assemble import check
 from ..pipeline.stage import Context, PipelineRecipe, Run, Stage
 from ..pipeline.state_check import StateField
 from .slots import SlotReader, new_pool_id, unlink_segments
-from .worker import POLL, PULLS_AHEAD, worker_main
+from .worker import POLL, SLOTS, worker_main
 
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
@@ -102,7 +104,7 @@ def _shutdown(processes: list[_Process], reader: SlotReader) -> None:
         p.commands.close()
         p.data.close()
     reader.close()
-    unlink_segments(reader.pool, len(processes), PULLS_AHEAD)  # a process that was killed left its slots
+    unlink_segments(reader.pool, len(processes), SLOTS)  # a process that was killed left its slots
 
 
 class WorkerPool:
@@ -125,7 +127,7 @@ class WorkerPool:
         self.token = 0
         self.seed = run.seed  # of the next run: a pool kept for later iterators serves their seeds
         self.processes: list[_Process] = []
-        self.slots = SlotReader(new_pool_id())
+        self.slots = SlotReader(new_pool_id(), lend=True)
         self._finalizer = weakref.finalize(self, _shutdown, self.processes, self.slots)
         try:
             for index in range(processes):
@@ -166,6 +168,15 @@ class WorkerPool:
         """The source stage of the consumer's pipeline: the processes' pulls, round-robin."""
         self.token += 1
         return _PoolStage(self, self.token, epoch, state)
+
+    def give_back(self) -> None:
+        """Tell the processes which of their slots are free again (lent arrays gone, or copied)."""
+        freed: dict[int, list[int]] = {}
+        for worker, slot in self.slots.returned():
+            freed.setdefault(worker, []).append(slot)
+        for worker, slots in freed.items():
+            with contextlib.suppress(OSError, ValueError):  # a dead process: its next message says so
+                self.processes[worker].send(("free", slots))
 
     def alive(self) -> bool:
         """Whether every process still runs (a pool may then serve another iterator)."""
@@ -228,6 +239,7 @@ class _PoolStage:
         p = self.pool.processes[index]
         while True:
             if not p.data.poll(POLL):
+                self.pool.give_back()  # arrays dropped while we wait (by another thread, say)
                 if not p.process.is_alive():
                     return ("error", self.token, _died(index, p.process.exitcode))
                 continue
@@ -240,9 +252,13 @@ class _PoolStage:
                 return ("error", self.token, _died(index, p.process.exitcode))
             if message[1] == self.token:
                 return tuple(message)
+            if message[0] == "chunk" and message[3] is not None:  # a cancelled run's pull: never unpacked
+                with contextlib.suppress(OSError, ValueError):
+                    p.send(("free", [message[3][0]]))
 
     def pull(self) -> list[Any]:
         count = self.pool.count
+        self.pool.give_back()
         while not self.finished:
             index = self.turn
             if all(self.done):
@@ -264,7 +280,7 @@ class _PoolStage:
                         worker=index,
                     ) from exc
                 with contextlib.suppress(OSError, ValueError):  # a dead process: its next message says so
-                    self.pool.processes[index].send(("received", self.token, seq))  # after the copy
+                    self.pool.processes[index].send(("received", self.token, seq))
                 self.seqs[index] = seq
                 self.pulls[index] += 1
                 self.turn = (index + 1) % count

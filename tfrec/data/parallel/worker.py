@@ -1,7 +1,9 @@
 """One reading process: runs the front of the pipeline over its share and sends its pulls back (data layer).
 
-A process is at most :data:`PULLS_AHEAD` pulls ahead of the consumer, one
-shared-memory slot per pull in flight; it keeps the pipeline's state after each
+A process is at most :data:`PULLS_AHEAD` pulls ahead of the consumer. A pull
+takes a free shared-memory slot of the process's :data:`SLOTS`; the slot is taken
+until the consumer says it is free again ("free": its arrays are gone or were
+copied), and a pull that finds none goes through the pipe. It keeps the pipeline's state after each
 pull it sent, back to the last one the consumer took (see :mod:`tfrec.data.parallel.pool`).
 
 Example:
@@ -24,9 +26,11 @@ from ...allocator import keep_freed_memory
 from ...errors import WorkerError
 from ..pipeline.assemble import build
 from ..pipeline.stage import PipelineRecipe, Run, Stage
-from .slots import SlotWriter
+from .slots import LEND_LIMIT, SlotWriter
 
-PULLS_AHEAD = 3  # pulls a process may be ahead of what the consumer has received (= its slots)
+PULLS_AHEAD = 3  # pulls a process may be ahead of what the consumer has received
+# Its slots: one per pull in flight, those lent to the consumer, and one freed that it has not heard of yet.
+SLOTS = PULLS_AHEAD + LEND_LIMIT + 1
 
 
 POLL = 0.05  # seconds between checks for commands / liveness
@@ -74,7 +78,8 @@ def worker_main(
         os.environ.clear()
         os.environ.update(environ)
     outbox: queue.Queue[Any] = queue.Queue()  # bounded by the credits (PULLS_AHEAD)
-    slots = SlotWriter(pool, index, PULLS_AHEAD)
+    slots = SlotWriter(pool, index, SLOTS)
+    taken: set[int] = set()  # slots holding a pull the consumer has not given back
     sender = threading.Thread(target=_send_loop, args=(outbox, data), daemon=True)
     sender.start()
     stage: Stage | None = None
@@ -106,6 +111,8 @@ def worker_main(
                         # credits a pull as it takes it): older states hold records for nothing.
                         while history and next(iter(history)) < received:
                             history.popitem(last=False)
+                elif kind == "free":  # of any run: a slot stays lent across runs
+                    taken.difference_update(command[1])
                 elif kind == "state":
                     _, asked_token, asked = command
                     found = asked_token == token and asked in history
@@ -114,7 +121,10 @@ def worker_main(
                     if stage is not None:
                         stage.close()
                         stage = None
-                    with outbox.mutex:
+                    with outbox.mutex:  # pulls never sent: their slots are free again
+                        for message in outbox.queue:
+                            if message is not None and message[0][0] == "chunk" and message[0][3] is not None:
+                                taken.discard(message[0][3][0])
                         outbox.queue.clear()
                         outbox.not_full.notify_all()
                 elif kind == "stop":
@@ -137,9 +147,10 @@ def worker_main(
             seq += 1
             history[seq] = stage.state()
             try:
-                # Pull seq takes slot (seq - 1) % PULLS_AHEAD: the consumer is done with the pull
-                # PULLS_AHEAD before it, which used that slot.
-                header, inband = slots.pack(items, (seq - 1) % PULLS_AHEAD)
+                slot = next((s for s in range(SLOTS) if s not in taken), None)
+                header, inband = slots.pack(items, slot)
+                if header is not None:
+                    taken.add(header[0])
             except Exception as exc:  # a map() result that does not pickle, say
                 stage.close()
                 stage = None
