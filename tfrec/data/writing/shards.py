@@ -40,6 +40,7 @@ from ..index.format import INDEX_SUFFIX, write_index
 from .chunks import CHUNK_RECORDS, record_chunks, sample_batches
 from .names import shard_name, shard_suffix, shard_x_of_y
 from .publish import make_directory, publish_shards
+from .tables import table_records
 
 __all__ = [
     "ShardInfo",
@@ -531,7 +532,11 @@ def write_dataset(
     """Write every sample (or bytes record, without ``features``) as shards, in one call.
 
     Args:
-        samples: nested dicts (with ``features``) or bytes.
+        samples: nested dicts (with ``features``) or bytes; or a table, written column by
+            column: a pandas DataFrame, a pyarrow Table or RecordBatch stream, a Hugging Face
+            ``datasets.Dataset``, or a dict of numpy arrays (the first axis is the record).
+            A table's features are inferred from its columns when not given, and saved as
+            ``features.json`` beside the shards.
         path_prefix, num_shards, max_records, max_bytes, compression, index, suffix:
             as for :class:`ShardedWriter` (give one of the three limits).
         features: the FeaturesDict that serializes the samples.
@@ -546,6 +551,9 @@ def write_dataset(
         >>> summary = tfrec.write_dataset(samples, "out/train", features, num_shards=8)
         >>> summary.shard_lengths
     """
+    table = table_records(samples, features)  # a DataFrame, Arrow table, numpy columns, HF dataset...
+    if table is not None:
+        features, samples = None, table[1]  # encoded column by column: the writer takes the bytes
     bar = _progress_bar(progress, samples)
     with ShardedWriter(
         path_prefix,
@@ -562,6 +570,8 @@ def write_dataset(
         else:
             with bar:
                 writer.write_many(_counted(samples, bar))
+    if table is not None:  # beside the shards, for read_arrow and FeaturesDict.load
+        table[0].save(os.path.dirname(os.path.abspath(writer.summary.paths[0])))
     return writer.summary
 
 
