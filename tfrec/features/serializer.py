@@ -330,14 +330,19 @@ def _leaves(
 
 
 def _array_column(feature: FeatureConnector, path: str, values: Any, exact_floats: bool) -> Column | None:
-    """A numpy column of a plain Tensor's shape as one Column without copying rows; None otherwise."""
+    """A numpy column of a plain Tensor's shape as one Column without copying rows; None otherwise.
+
+    A dimension of unknown size takes the column's size: a Tensor with at most one such dimension
+    stores its values flat, as a fixed shape does."""
     if not (
         isinstance(values, np.ndarray)
         and type(feature) in (Tensor, Scalar)
         and isinstance(feature, Tensor)
         and feature.encoding is Encoding.NONE
         and feature.channel_names is None
-        and values.shape[1:] == feature.shape
+        and feature.shape.count(None) <= 1
+        and len(values.shape) == len(feature.shape) + 1
+        and all(want in (None, have) for want, have in zip(feature.shape, values.shape[1:], strict=True))
     ):
         return None
     dtype, have = feature.dtype, values.dtype

@@ -29,6 +29,8 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..data import expand_paths
 from ..data.writing.tables import TableColumns, batch_rows, check_column_names, feature_leaves
 from ..errors import OptionalDependencyError, SchemaError
@@ -125,7 +127,11 @@ def _batch_values(table: Any, leaves: Mapping[str, FeatureConnector], first_row:
         )
         wrap = scalar and feature is not None and _may_be_missing(feature)  # one value as a list of one
         if not array.null_count and not wrap:
-            plain.append(name)
+            even = _even_lists(array)
+            if even is None:
+                plain.append(name)
+            else:
+                odd[name] = even
             continue
         if array.null_count and feature is not None and not _may_be_missing(feature):
             row = first_row + int(array.is_null().to_numpy(zero_copy_only=False).argmax())
@@ -141,6 +147,26 @@ def _batch_values(table: Any, leaves: Mapping[str, FeatureConnector], first_row:
     out = arrow_columns(table.select(plain))
     out.update(odd)
     return out
+
+
+def _even_lists(array: Any) -> np.ndarray | None:
+    """A list column of numbers whose rows all have one length as a ``(rows, length)`` array (the
+    column encoder takes it whole, as a fixed shape); None for any other column."""
+    pa = _pyarrow("reading tables")
+    kind = array.type
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not (
+        pa.types.is_integer(kind.value_type)
+        or pa.types.is_floating(kind.value_type)
+        or pa.types.is_boolean(kind.value_type)
+    ):
+        return None
+    lengths = np.diff(array.offsets.to_numpy())
+    if not len(lengths) or (lengths != lengths[0]).any():
+        return None
+    flat = array.flatten()
+    if flat.null_count:
+        return None
+    return flat.to_numpy(zero_copy_only=False).reshape(len(array), int(lengths[0]))
 
 
 def arrow_table_columns(data: Any, features: FeaturesDict | None) -> TableColumns | None:

@@ -552,27 +552,36 @@ def write_dataset(
         >>> summary.shard_lengths
     """
     table = table_records(samples, features)  # a DataFrame, Arrow table, numpy columns, HF dataset...
-    if table is not None:
-        features, samples = None, table[1]  # encoded column by column: the writer takes the bytes
-    bar = _progress_bar(progress, samples)
+    bar = _progress_bar(progress, samples, None if table is None else table.rows)
     with ShardedWriter(
         path_prefix,
         num_shards=num_shards,
         max_records=max_records,
         max_bytes=max_bytes,
         compression=compression,
-        features=features,
+        features=features if table is None else None,
         index=index,
         suffix=suffix,
     ) as writer:
-        if bar is None:
+        if table is not None:
+            _write_chunks(writer, table.chunks, bar)
+        elif bar is None:
             writer.write_many(samples)
         else:
             with bar:
                 writer.write_many(_counted(samples, bar))
     if table is not None:  # beside the shards, for read_arrow and FeaturesDict.load
-        table[0].save(os.path.dirname(os.path.abspath(writer.summary.paths[0])))
+        table.features.save(os.path.dirname(os.path.abspath(writer.summary.paths[0])))
     return writer.summary
+
+
+def _write_chunks(writer: ShardedWriter, chunks: Iterable[list[bytes]], bar: Any) -> None:
+    """Records already encoded a batch at a time (a table's), each batch written whole."""
+    with bar if bar is not None else contextlib.nullcontext():
+        for records in chunks:
+            writer._write_records(records)
+            if bar is not None:
+                bar.update(len(records))
 
 
 def _counted(items: Iterable[Any], bar: Any) -> Iterator[Any]:
@@ -587,8 +596,8 @@ def _counted(items: Iterable[Any], bar: Any) -> Iterator[Any]:
     bar.update(taken)
 
 
-def _progress_bar(progress: bool | None, samples: Iterable[Any]) -> Any:
-    """A tqdm bar, or None when there should be none."""
+def _progress_bar(progress: bool | None, samples: Iterable[Any], rows: int | None = None) -> Any:
+    """A tqdm bar, or None when there should be none; ``rows``: the total, when known otherwise."""
     if progress is False:
         return None
     try:
@@ -599,5 +608,5 @@ def _progress_bar(progress: bool | None, samples: Iterable[Any]) -> Any:
         return None
     if progress is None and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
         return None
-    total = len(samples) if isinstance(samples, Sized) else None
+    total = rows if rows is not None else len(samples) if isinstance(samples, Sized) else None
     return tqdm(total=total, unit=" records", unit_scale=True, desc="writing")

@@ -41,6 +41,7 @@ from .chunks import CHUNK_BYTES
 
 __all__ = [
     "BATCH_ROWS",
+    "EncodedTable",
     "TableColumns",
     "TableReader",
     "batch_rows",
@@ -86,25 +87,25 @@ def register_table_reader(reader: TableReader) -> None:
         _READERS.append(reader)
 
 
-class _Records:
-    """The encoded records of a table, with its row count when known (write_dataset's progress bar)."""
+@dataclass(frozen=True)
+class EncodedTable:
+    """A table's records, encoded a batch of rows at a time.
 
-    def __init__(self, records: Iterable[bytes], rows: int) -> None:
-        self._records = records
-        self._rows = rows
+    Attributes:
+        features: the features that stored them (given, or inferred from the table).
+        chunks: the Example bytes of each batch of rows, in order (lazily encoded).
+        rows: the number of rows, when known before reading them.
+    """
 
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(self._records)
-
-    def __len__(self) -> int:
-        return self._rows
+    features: FeaturesDict
+    chunks: Iterable[list[bytes]]
+    rows: int | None
 
 
-def table_records(data: Any, features: FeaturesDict | None) -> tuple[FeaturesDict, Iterable[bytes]] | None:
-    """``(features, the Example bytes of every row)`` when ``data`` is a table; None otherwise.
+def table_records(data: Any, features: FeaturesDict | None) -> EncodedTable | None:
+    """``data``'s records when it is a table, encoded column by column; None when it is not.
 
-    ``features`` None: inferred from the table's columns. The records are encoded lazily, a batch
-    of rows at a time.
+    ``features`` None: inferred from the table's columns.
 
     Raises:
         SchemaError: a column name breaks the naming rule, a column has no feature (given
@@ -112,9 +113,9 @@ def table_records(data: Any, features: FeaturesDict | None) -> tuple[FeaturesDic
         OptionalDependencyError: the table needs a package that is not installed.
 
     Example:
-        >>> features, records = table_records({"id": np.arange(3)}, None)
-        >>> len(list(records))
-        3
+        >>> table = table_records({"id": np.arange(3)}, None)
+        >>> [len(records) for records in table.chunks]
+        [3]
     """
     table = numpy_columns(data, features)
     for reader in _READERS:
@@ -127,8 +128,8 @@ def table_records(data: Any, features: FeaturesDict | None) -> tuple[FeaturesDic
     names = {name for name, _ in feature_leaves(table.features)}
     exact = table.features.exact_floats
 
-    def records() -> Iterator[bytes]:
-        for batch in table.batches:
+    def chunks(batches: Iterable[Mapping[str, Any]]) -> Iterator[list[bytes]]:
+        for batch in batches:
             extra = sorted(set(batch) - names)
             if extra:
                 raise SchemaError(
@@ -138,13 +139,12 @@ def table_records(data: Any, features: FeaturesDict | None) -> tuple[FeaturesDic
             count = len(next(iter(batch.values()), ()))
             token = EXACT_FLOATS.set(True) if exact else None  # read by the Tensors' reference path
             try:
-                yield from encode(batch, count)
+                yield encode(batch, count)
             finally:
                 if token is not None:
                     EXACT_FLOATS.reset(token)
 
-    found = records()
-    return table.features, found if table.rows is None else _Records(found, table.rows)
+    return EncodedTable(table.features, chunks(table.batches), table.rows)
 
 
 def feature_leaves(features: FeatureConnector, prefix: str = "") -> Iterator[tuple[str, FeatureConnector]]:
