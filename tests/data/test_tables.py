@@ -3,6 +3,7 @@ datasets, read back with tfrec.read_arrow."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -267,3 +268,49 @@ def test_read_arrow_of_no_records_is_an_empty_table_of_the_schema(tmp_path: Path
     back = tfrec.read_arrow(tmp_path / "e-*.tfrecord")
     assert back.num_rows == 0
     assert back.schema == pa.schema([("id", pa.int64())])
+
+
+def test_arrow_columns_write_what_samples_write() -> None:
+    rows = 5000  # several batches of the column encoder
+    rng = np.random.default_rng(1)
+    emb = rng.random((rows, 3), dtype=np.float32)
+    scores = [None if i % 7 == 0 else float(i) / 4 for i in range(rows)]
+    table = pa.table(
+        {
+            "emb": pa.array(list(emb), pa.list_(pa.float32())),  # every row 3 long: encoded whole
+            "tokens": pa.array([list(range(i % 4)) for i in range(rows)], pa.list_(pa.int64())),
+            "score": pa.array(scores, pa.float64()),  # nulls: 0 or 1 values
+            "flag": pa.array([i % 2 == 0 for i in range(rows)]),
+        }
+    )
+    found = table_records(table, None)
+    assert found is not None
+    features = found.features
+    assert features["score"] == Tensor(shape=(None,), dtype=np.float64)
+    samples = [
+        {
+            "emb": emb[i],
+            "tokens": np.arange(i % 4),
+            "score": [] if scores[i] is None else [scores[i]],
+            "flag": i % 2 == 0,
+        }
+        for i in range(rows)
+    ]
+    assert [r for chunk in found.chunks for r in chunk] == [features.serialize_example(s) for s in samples]
+
+
+def test_a_frame_of_embedding_arrays_is_written_whole(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    emb = np.arange(30, dtype=np.float32).reshape(10, 3)
+    frame = pd.DataFrame({"id": np.arange(10), "emb": list(emb)})
+    tfrec.write_dataset(frame, tmp_path / "f", num_shards=1)
+    back = tfrec.read_arrow(tmp_path / "f-*.tfrecord")
+    assert back["emb"].to_pylist() == emb.tolist()
+
+
+def test_without_pyarrow_a_frame_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"id": [1, 2]})
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow fails
+    with pytest.raises(tfrec.OptionalDependencyError, match=r"pip install 'tfrec\[pandas\]'"):
+        tfrec.write_dataset(frame, tmp_path / "x", num_shards=1)

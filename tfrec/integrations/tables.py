@@ -52,18 +52,19 @@ def _is_table(data: Any) -> bool:
     )
 
 
-def _pyarrow(what: str) -> Any:
+def _pyarrow(what: str, extra: str = "arrow") -> Any:
     try:
         import pyarrow
     except ImportError:
-        raise OptionalDependencyError("pyarrow", "arrow", what) from None
+        raise OptionalDependencyError("pyarrow", extra, what) from None
     return pyarrow
 
 
 def _source(data: Any) -> tuple[Any, int | None]:
     """``data`` as ``(a pyarrow Table or RecordBatchReader, its row count when known)``."""
-    pa = _pyarrow(f"writing a {type(data).__name__}")
     module = type(data).__module__.split(".")[0]
+    extra = {"pandas": "pandas", "datasets": "datasets"}.get(module, "arrow")
+    pa = _pyarrow(f"Writing a {type(data).__name__}", extra)
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     elif isinstance(data, (list, tuple)):
@@ -87,7 +88,7 @@ def _source(data: Any) -> tuple[Any, int | None]:
 
 def _plain(batch: Any) -> Any:
     """``batch`` (a Table or RecordBatch) with structs as ``a/b`` columns and dictionaries decoded."""
-    pa = _pyarrow("reading tables")
+    pa = _pyarrow("Reading tables")
     names: list[str] = []
     arrays: list[Any] = []
 
@@ -117,22 +118,15 @@ def _batch_values(table: Any, leaves: Mapping[str, FeatureConnector], first_row:
     """The columns of ``table`` (one batch of rows) as the column encoder takes them."""
     from .arrow import arrow_columns
 
-    pa = _pyarrow("reading tables")
-    plain, odd = [], {}
+    pa = _pyarrow("Reading tables")
+    plain: list[str] = []
+    odd: dict[str, Any] = {}
     for name in table.column_names:
         array = table.column(name).combine_chunks()
         feature = leaves.get(name)
-        scalar = not (pa.types.is_list(array.type) or pa.types.is_large_list(array.type)) and not (
-            pa.types.is_fixed_size_list(array.type)
-        )
+        nested = pa.types.is_list(array.type) or pa.types.is_large_list(array.type)
+        scalar = not nested and not pa.types.is_fixed_size_list(array.type)
         wrap = scalar and feature is not None and _may_be_missing(feature)  # one value as a list of one
-        if not array.null_count and not wrap:
-            even = _even_lists(array)
-            if even is None:
-                plain.append(name)
-            else:
-                odd[name] = even
-            continue
         if array.null_count and feature is not None and not _may_be_missing(feature):
             row = first_row + int(array.is_null().to_numpy(zero_copy_only=False).argmax())
             raise SchemaError(
@@ -140,25 +134,32 @@ def _batch_values(table: Any, leaves: Mapping[str, FeatureConnector], first_row:
                 "declare it so that it may (Tensor(shape=(None,)) holds 0 or 1 values; "
                 "Sequence(Text()) for text), or fill the nulls"
             )
-        values = array.to_pylist()
-        odd[name] = (
-            [[] if v is None else [v] for v in values] if wrap else [[] if v is None else v for v in values]
-        )
+        if array.null_count or (wrap and not _is_number(array.type)):
+            values = array.to_pylist()
+            wrapped = [[] if v is None else [v] for v in values] if wrap else None
+            odd[name] = wrapped if wrapped is not None else [[] if v is None else v for v in values]
+        elif wrap:  # numbers, none missing here: one value each, as a (rows, 1) array
+            odd[name] = array.to_numpy(zero_copy_only=False).reshape(-1, 1)
+        elif (even := _even_lists(array)) is not None:
+            odd[name] = even
+        else:
+            plain.append(name)
     out = arrow_columns(table.select(plain))
     out.update(odd)
     return out
 
 
+def _is_number(kind: Any) -> bool:
+    pa = _pyarrow("Reading tables")
+    return bool(pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind))
+
+
 def _even_lists(array: Any) -> np.ndarray | None:
     """A list column of numbers whose rows all have one length as a ``(rows, length)`` array (the
     column encoder takes it whole, as a fixed shape); None for any other column."""
-    pa = _pyarrow("reading tables")
+    pa = _pyarrow("Reading tables")
     kind = array.type
-    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not (
-        pa.types.is_integer(kind.value_type)
-        or pa.types.is_floating(kind.value_type)
-        or pa.types.is_boolean(kind.value_type)
-    ):
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not _is_number(kind.value_type):
         return None
     lengths = np.diff(array.offsets.to_numpy())
     if not len(lengths) or (lengths != lengths[0]).any():
@@ -184,9 +185,9 @@ def arrow_table_columns(data: Any, features: FeaturesDict | None) -> TableColumn
     """
     if not _is_table(data):
         return None
+    source, rows = _source(data)  # first: its message names the extra for this kind of table
     from .arrow import features_from_arrow
 
-    source, rows = _source(data)
     if rows is not None:  # a whole table: nulls counted over every row
         table = _plain(source)
         schema, nulls = table.schema, _null_columns(table)
