@@ -314,3 +314,24 @@ def test_without_pyarrow_a_frame_names_the_extra(tmp_path: Path, monkeypatch: py
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow fails
     with pytest.raises(tfrec.OptionalDependencyError, match=r"pip install 'tfrec\[pandas\]'"):
         tfrec.write_dataset(frame, tmp_path / "x", num_shards=1)
+
+
+class _Stream:
+    """Any table that speaks the Arrow PyCapsule stream protocol."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.table.__arrow_c_stream__(requested_schema)
+
+
+def test_an_arrow_c_stream_is_a_table(tmp_path: Path) -> None:
+    table = pa.table({"id": [1, 2, 3], "t": ["a", "b", "c"]})
+    tfrec.write_dataset(_Stream(table), tmp_path / "c", num_shards=1)
+    assert tfrec.read_arrow(tmp_path / "c-*.tfrecord").equals(table)
+
+
+def test_a_series_is_not_a_table() -> None:
+    pd = pytest.importorskip("pandas")
+    assert table_records(pd.Series([1, 2]), None) is None

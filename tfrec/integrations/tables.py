@@ -40,15 +40,25 @@ from ..record import read_batches
 
 __all__ = ["arrow_table_columns", "read_arrow"]
 
-_TABLE_MODULES = {"pyarrow", "pandas", "datasets", "polars"}
-
 
 def _is_table(data: Any) -> bool:
     """Whether ``data`` looks like a table this module reads, without importing anything."""
-    if type(data).__module__.split(".")[0] in _TABLE_MODULES or hasattr(data, "__arrow_c_stream__"):
+    root = type(data).__module__.split(".")[0]
+    if root == "pyarrow":
+        return hasattr(data, "schema")  # a Table, RecordBatch or RecordBatchReader
+    if root == "pandas":
+        return hasattr(data, "columns")  # a DataFrame, not a Series
+    if root == "datasets":
+        return hasattr(data, "with_format") and hasattr(data, "data")  # a Dataset (Arrow-backed)
+    if root == "polars" and callable(getattr(data, "to_arrow", None)):
+        return True
+    if hasattr(data, "__arrow_c_stream__"):
         return True
     return (
-        isinstance(data, (list, tuple)) and bool(data) and type(data[0]).__module__.split(".")[0] == "pyarrow"
+        isinstance(data, (list, tuple))
+        and bool(data)
+        and type(data[0]).__module__.split(".")[0] == "pyarrow"
+        and hasattr(data[0], "schema")
     )
 
 
@@ -69,16 +79,17 @@ def _source(data: Any) -> tuple[Any, int | None]:
         data = pa.Table.from_batches([data])
     elif isinstance(data, (list, tuple)):
         data = pa.Table.from_batches(list(data))
-    elif module == "datasets" and hasattr(data, "with_format"):
+    elif module == "datasets":
         data = data.with_format("arrow")[:]  # its selection and order (indices), as a pyarrow Table
-    elif module == "pandas" and hasattr(data, "columns"):
+    elif module == "pandas":
         check_column_names(list(data.columns))  # before pyarrow turns names into strings
         data = pa.Table.from_pandas(data, preserve_index=False)
-    elif not isinstance(data, (pa.Table, pa.RecordBatchReader)):
-        if callable(getattr(data, "to_arrow", None)):
-            data = data.to_arrow()
-        elif hasattr(data, "__arrow_c_stream__"):
-            data = pa.RecordBatchReader.from_stream(data)
+    elif module == "polars":
+        data = data.to_arrow()
+    elif not isinstance(data, (pa.Table, pa.RecordBatchReader)) and hasattr(data, "__arrow_c_stream__"):
+        if not hasattr(pa.RecordBatchReader, "from_stream"):
+            raise SchemaError(f"reading a {type(data).__name__} (__arrow_c_stream__) needs pyarrow >= 15")
+        data = pa.RecordBatchReader.from_stream(data)
     if isinstance(data, pa.Table):
         return data, data.num_rows
     if isinstance(data, pa.RecordBatchReader):
