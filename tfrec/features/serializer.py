@@ -346,7 +346,7 @@ def _array_column(feature: FeatureConnector, path: str, values: Any, exact_float
     ):
         return None
     dtype, have = feature.dtype, values.dtype
-    flat = values.reshape(len(values), -1)
+    flat = values.reshape(len(values), int(np.prod(values.shape[1:])))
     if dtype.kind == "f" and dtype.itemsize >= 4 and have.kind == "f":
         with np.errstate(over="ignore", invalid="ignore"):
             narrow = flat.astype(_F4, copy=False)
