@@ -33,6 +33,7 @@ import numpy as np
 
 from ..data import infer_features, open_binary
 from ..data.paths import is_url
+from ..data.writing.tables import table_records
 from ..errors import OptionalDependencyError, SchemaError, TfrecError
 from ..example import (
     FixedLenFeature,
@@ -560,13 +561,16 @@ def rows(columns: Mapping[str, Any], count: int) -> Iterator[dict[str, Any]]:
 
 
 def serialize_table(table: pa.Table, features: FeaturesDict) -> Iterator[bytes]:
-    """Each row of ``table`` as a serialized Example (``a/b`` columns are the nested feature ``a/b``).
+    """Each row of ``table`` as a serialized Example (``a/b`` columns are the nested feature ``a/b``),
+    encoded column by column a batch of rows at a time, as ``tfrec.write_dataset`` writes a table.
 
     Example:
         >>> writer.write_many(serialize_table(table, features_from_arrow(table.schema)))
     """
-    columns = arrow_columns(table)
-    return (features.serialize_example(row) for row in rows(columns, table.num_rows))
+    found = table_records(table, features)
+    if found is None:  # pragma: no cover - a pyarrow Table always is one
+        raise SchemaError(f"{type(table).__name__} is not an Arrow table")
+    return (record for records in found.chunks for record in records)
 
 
 def arrow_columns(table: pa.Table) -> dict[str, Any]:

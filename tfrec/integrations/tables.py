@@ -135,8 +135,7 @@ def _batch_values(table: Any, leaves: Mapping[str, FeatureConnector], first_row:
     for name in table.column_names:
         array = table.column(name).combine_chunks()
         feature = leaves.get(name)
-        nested = pa.types.is_list(array.type) or pa.types.is_large_list(array.type)
-        scalar = not nested and not pa.types.is_fixed_size_list(array.type)
+        scalar = not pa.types.is_nested(array.type) and not isinstance(array.type, pa.ExtensionType)
         wrap = scalar and feature is not None and _may_be_missing(feature)  # one value as a list of one
         if array.null_count and feature is not None and not _may_be_missing(feature):
             row = first_row + int(array.is_null().to_numpy(zero_copy_only=False).argmax())
