@@ -16,7 +16,9 @@ Rows (records/s, uncompressed files on tmpfs):
   tfrec.encode_example(sample) (no schema) + RecordWriter.write, one record at a time;
   TF: tf.train.Example(...).SerializeToString() + tf.io.TFRecordWriter.write (skipped without TF);
   the `tfrecord` package's TFRecordWriter.write(datum), in a subprocess (it cannot share a process with TF).
-And: tfrec.example.encode_examples from numpy columns (an int, a float, 32 floats per row), rows/s.
+And: tfrec.example.encode_examples from numpy columns (an int, a float, 32 floats per row), rows/s;
+  tfrec.write_dataset from those columns as numpy arrays, a pandas DataFrame and a pyarrow Table (features
+  inferred, one shard), beside TF writing the same rows (a tf.train.Example per row), rows/s.
 Targets (the issue's): write_dataset >= 15x TF and >= 50% of the floor; encode_example >= 5x TF
 (image-like) and >= 3x TF (small); numpy columns >= 500k rows/s.
 """
@@ -193,7 +195,75 @@ def main() -> int:
             print_lines(_table(rates, tf_rate, peer.get("rate")))
         rate = column_rate(args.repeat, args.quick)
         print(f"numpy columns -> encode_examples: {rate:,.0f} rows/s (target 500k)")
+        rows = COLUMN_ROWS // (10 if args.quick else 1)
+        print(f"tables -> shards: {rows:,} rows (an int, a float, 32 floats per row), rows/s")
+        print_lines(table_rows(tf, directory, args.repeat, rows))
     return 0
+
+
+def table_rows(tf: Any, directory: str, repeat: int, rows: int) -> list[list[str]]:
+    """write_dataset from numpy columns, a DataFrame and an Arrow table; TF writing the same rows."""
+    rng = np.random.default_rng(SEED)
+    columns = {
+        "id": np.arange(rows),
+        "score": rng.random(rows),
+        "emb": rng.standard_normal((rows, 32), np.float32),
+    }
+    tables: dict[str, Any] = {"numpy columns (target 500k rows/s)": columns}
+    try:
+        import pyarrow as pa
+
+        emb = pa.FixedSizeListArray.from_arrays(pa.array(columns["emb"].reshape(-1)), 32)
+        tables["pyarrow Table"] = pa.table({"id": columns["id"], "score": columns["score"], "emb": emb})
+        import pandas as pd
+
+        tables["pandas DataFrame"] = pd.DataFrame(
+            {"id": columns["id"], "score": columns["score"], "emb": list(columns["emb"])}
+        )
+    except ImportError:
+        pass  # the rows that need them are skipped
+
+    def writer(table: Any) -> Any:
+        def run() -> int:
+            prefix = os.path.join(directory, "table")
+            return tfrec.write_dataset(table, prefix, num_shards=1, progress=False).records
+
+        return run
+
+    rates = {label: rows / best_time(writer(table), rows, repeat) for label, table in tables.items()}
+    tf_rate = None
+    if tf is not None:
+        tf_rate = rows / best_time(functools.partial(tf_rows, tf, columns, directory), rows, repeat)
+    lines = [["writer", "rows/s", "vs TF"]]
+    for label in ("numpy columns (target 500k rows/s)", "pandas DataFrame", "pyarrow Table"):
+        rate = rates.get(label)
+        if rate is None:
+            lines.append([f"write_dataset from a {label}", "skipped", ""])
+        else:
+            vs = f"{rate / tf_rate:.1f}x" if tf_rate else "-"
+            lines.append([f"write_dataset from {label}", f"{rate / 1000:,.1f}k", vs])
+    lines.append(
+        [
+            "TF: a tf.train.Example per row + TFRecordWriter",
+            f"{tf_rate / 1000:,.1f}k" if tf_rate else "skipped",
+            "",
+        ]
+    )
+    return lines
+
+
+def tf_rows(tf: Any, columns: dict[str, np.ndarray], directory: str) -> int:
+    """TF's way from columns: one tf.train.Example per row."""
+    ids, scores, embs = columns["id"].tolist(), columns["score"].tolist(), columns["emb"]
+    with tf.io.TFRecordWriter(os.path.join(directory, "table.tf.tfrecord")) as writer:
+        for i, score, emb in zip(ids, scores, embs, strict=True):
+            feature = {
+                "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+                "score": tf.train.Feature(float_list=tf.train.FloatList(value=[score])),
+                "emb": tf.train.Feature(float_list=tf.train.FloatList(value=emb)),
+            }
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    return len(ids)
 
 
 def _peer(args: Any, name: str, directory: str) -> dict[str, Any]:

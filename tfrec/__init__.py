@@ -22,6 +22,7 @@ from .data import (
     read_index,
     write_dataset,
 )
+from .data.writing.tables import register_table_reader
 from .errors import (
     ChecksumError,
     ConvertError,
@@ -63,9 +64,14 @@ from .example import (
     string,
 )
 from .features import FeaturesDict
+from .integrations.tables import arrow_table_columns, read_arrow
 from .record import RecordBatch, RecordReader, RecordWriter, read_batches, read_records, write_records
 
 __version__ = "0.1.0"
+
+# write_dataset (data layer) reads DataFrames, Arrow tables and Hugging Face datasets through this
+# integration, which the data layer may not import: it is handed the reader instead.
+register_table_reader(arrow_table_columns)
 
 __all__ = [
     "ChecksumError",
@@ -117,6 +123,7 @@ __all__ = [
     "parse_sequence_example",
     "parse_single_example",
     "parse_single_sequence_example",
+    "read_arrow",
     "read_batches",
     "read_index",
     "read_records",

@@ -23,11 +23,12 @@ Example:
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
+from ..errors import MissingFeatureError
 from ..example import wire
 from ..example.batch_encode import RAW, Column, encode_columns
 from ..example.codec import PackedHeads, append_entry, encode_varints, join_entries, varint
@@ -36,7 +37,7 @@ from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
 from .values import fits
 
-__all__ = ["compile_batch_encoder", "compile_encoder", "stored_values"]
+__all__ = ["compile_batch_encoder", "compile_column_encoder", "compile_encoder", "stored_values"]
 
 Encoder = Callable[[Any, list[bytes]], None]  # (value, parts): append the value's entries to parts
 
@@ -278,6 +279,86 @@ def compile_batch_encoder(
         return encode_columns(columnize(rows), len(rows))
 
     return serialize_batch
+
+
+def compile_column_encoder(
+    features: FeatureConnector, *, exact_floats: bool = False
+) -> Callable[[Mapping[str, Any], int], list[bytes]]:
+    """One function: ``(columns, count)`` -> the Example bytes of each of ``count`` records.
+
+    ``columns`` maps each stored key (``"meta/lang"``) to that feature's values for every record:
+    a numpy array whose first axis is the record, or any sequence of per-record values. An array
+    of a Tensor's dtype (or a wider float, rounded to float32 as one record would be) and shape
+    is one column as it is, with no value taken apart; anything else goes through
+    :func:`compile_batch_encoder`'s per-feature path, so the bytes are those of the per-record
+    encoder.
+
+    Raises (from the returned function):
+        EncodeError: a value does not fit its feature; names the key path.
+        MissingFeatureError: a feature has no column.
+
+    Example:
+        >>> encode = compile_column_encoder(FeaturesDict({"id": np.int64}))
+        >>> encode({"id": np.arange(3)}, 3)[2] == tfrec.encode_example({"id": 2})
+        True
+    """
+    leaves = list(_leaves(features, "", exact_floats))
+
+    def serialize_columns(columns: Mapping[str, Any], count: int) -> list[bytes]:
+        batch: list[Column] = []
+        for path, feature, columnize in leaves:
+            if path not in columns:
+                raise MissingFeatureError(f"no column {path!r} for the feature {feature!r}", key=path)
+            values = columns[path]
+            found = _array_column(feature, path, values, exact_floats)
+            batch += [found] if found is not None else columnize(list(values))
+        return encode_columns(batch, count)
+
+    return serialize_columns
+
+
+def _leaves(
+    feature: FeatureConnector, path: str, exact_floats: bool
+) -> Iterator[tuple[str, FeatureConnector, Columnizer]]:
+    """``(stored key, feature, its columnizer)`` of each leaf, in the order _columnizer encodes them."""
+    children = None if feature.custom else feature.children()
+    if children is None:
+        yield path, feature, _columnizer(feature, path, exact_floats)
+        return
+    for name, child in children.items():
+        yield from _leaves(child, f"{path}/{name}" if path else name, exact_floats)
+
+
+def _array_column(feature: FeatureConnector, path: str, values: Any, exact_floats: bool) -> Column | None:
+    """A numpy column of a plain Tensor's shape as one Column without copying rows; None otherwise.
+
+    A dimension of unknown size takes the column's size: a Tensor with at most one such dimension
+    stores its values flat, as a fixed shape does."""
+    if not (
+        isinstance(values, np.ndarray)
+        and type(feature) in (Tensor, Scalar)
+        and isinstance(feature, Tensor)
+        and feature.encoding is Encoding.NONE
+        and feature.channel_names is None
+        and feature.shape.count(None) <= 1
+        and len(values.shape) == len(feature.shape) + 1
+        and all(want in (None, have) for want, have in zip(feature.shape, values.shape[1:], strict=True))
+    ):
+        return None
+    dtype, have = feature.dtype, values.dtype
+    flat = values.reshape(len(values), int(np.prod(values.shape[1:])))
+    if dtype.kind == "f" and dtype.itemsize >= 4 and have.kind == "f":
+        with np.errstate(over="ignore", invalid="ignore"):
+            narrow = flat.astype(_F4, copy=False)
+        if have.itemsize > 4 and (np.isinf(narrow) & np.isfinite(flat)).any():
+            return None  # beyond float32's range: the per-record path raises, naming the key
+        if exact_floats and have.itemsize > 4 and (narrow != flat).any():
+            return None
+        return Column(path.encode(), wire.FLOAT, narrow)
+    same_ints = have == dtype or (have.kind in "iu" and dtype.kind in "iu" and np.can_cast(have, dtype))
+    if dtype.kind in "iub" and same_ints:
+        return Column(path.encode(), wire.INT64, flat.view(np.int64) if have == np.uint64 else flat)
+    return None
 
 
 def _columnizer(feature: FeatureConnector, path: str, exact_floats: bool) -> Columnizer:

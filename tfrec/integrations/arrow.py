@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, cast
 
@@ -33,6 +33,7 @@ import numpy as np
 
 from ..data import infer_features, open_binary
 from ..data.paths import is_url
+from ..data.writing.tables import table_records
 from ..errors import OptionalDependencyError, SchemaError, TfrecError
 from ..example import (
     FixedLenFeature,
@@ -522,14 +523,33 @@ def _plain(feature: FeatureConnector, shape: list[int | None], name: str) -> Fea
     return feature
 
 
-def features_from_arrow(schema: pa.Schema) -> FeaturesDict:
+def features_from_arrow(schema: pa.Schema, nullable: Collection[str] = ()) -> FeaturesDict:
     """A FeaturesDict that writes the columns of ``schema`` (``/`` in a name nests a dict).
+
+    The columns named in ``nullable`` hold nulls, so their features may be missing, as the JSON
+    Lines converter declares them: a scalar as ``Tensor(shape=(None,))`` (0 or 1 values), a text
+    as ``Sequence(Text())``, a list as it is (a fixed length ``(n,)`` becomes ``(None,)``).
 
     Example:
         >>> features_from_arrow(pa.schema([("id", pa.int64()), ("emb", pa.list_(pa.float32(), 4))]))
         FeaturesDict({'id': Tensor(shape=(), dtype=int64), 'emb': Tensor(shape=(4,), dtype=float32)})
     """
-    return nest_features({field.name: _feature_of(field.type, field.name) for field in schema})
+    flat = {}
+    for field in schema:
+        feature = _feature_of(field.type, field.name)
+        flat[field.name] = _optional(feature, field.name) if field.name in nullable else feature
+    return nest_features(flat)
+
+
+def _optional(feature: FeatureConnector, name: str) -> FeatureConnector:
+    """The feature of a column holding nulls: one that can hold no value."""
+    if isinstance(feature, Text):
+        return SequenceFeature(Text())
+    if isinstance(feature, Tensor) and len(feature.shape) <= 1:
+        return Tensor(shape=(None,), dtype=feature.dtype)
+    if isinstance(feature, SequenceFeature) or (isinstance(feature, Tensor) and feature.shape[0] is None):
+        return feature
+    raise SchemaError(f"{name}: a null in a column of {feature!r} has no stored form; fill the nulls")
 
 
 def rows(columns: Mapping[str, Any], count: int) -> Iterator[dict[str, Any]]:
@@ -541,13 +561,16 @@ def rows(columns: Mapping[str, Any], count: int) -> Iterator[dict[str, Any]]:
 
 
 def serialize_table(table: pa.Table, features: FeaturesDict) -> Iterator[bytes]:
-    """Each row of ``table`` as a serialized Example (``a/b`` columns are the nested feature ``a/b``).
+    """Each row of ``table`` as a serialized Example (``a/b`` columns are the nested feature ``a/b``),
+    encoded column by column a batch of rows at a time, as ``tfrec.write_dataset`` writes a table.
 
     Example:
         >>> writer.write_many(serialize_table(table, features_from_arrow(table.schema)))
     """
-    columns = arrow_columns(table)
-    return (features.serialize_example(row) for row in rows(columns, table.num_rows))
+    found = table_records(table, features)
+    if found is None:  # pragma: no cover - a pyarrow Table always is one
+        raise SchemaError(f"{type(table).__name__} is not an Arrow table")
+    return (record for records in found.chunks for record in records)
 
 
 def arrow_columns(table: pa.Table) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from ..index.members import GzipIndex, write_gzip_index
 from .chunks import CHUNK_RECORDS, record_chunks, sample_batches
 from .names import shard_name, shard_suffix, shard_x_of_y
 from .publish import make_directory, publish_shards
+from .tables import table_records
 
 __all__ = [
     "ShardInfo",
@@ -551,7 +552,11 @@ def write_dataset(
     """Write every sample (or bytes record, without ``features``) as shards, in one call.
 
     Args:
-        samples: nested dicts (with ``features``) or bytes.
+        samples: nested dicts (with ``features``) or bytes; or a table, written column by
+            column: a pandas DataFrame, a pyarrow Table or RecordBatch stream, a Hugging Face
+            ``datasets.Dataset``, or a dict of numpy arrays (the first axis is the record).
+            A table's features are inferred from its columns when not given, and saved as
+            ``features.json`` beside the shards.
         path_prefix, num_shards, max_records, max_bytes, compression, index, suffix,
             gzip_member_bytes: as for :class:`ShardedWriter` (give one of the three limits).
         features: the FeaturesDict that serializes the samples.
@@ -566,24 +571,38 @@ def write_dataset(
         >>> summary = tfrec.write_dataset(samples, "out/train", features, num_shards=8)
         >>> summary.shard_lengths
     """
-    bar = _progress_bar(progress, samples)
+    table = table_records(samples, features)  # a DataFrame, Arrow table, numpy columns, HF dataset...
+    bar = _progress_bar(progress, samples, None if table is None else table.rows)
     with ShardedWriter(
         path_prefix,
         num_shards=num_shards,
         max_records=max_records,
         max_bytes=max_bytes,
         compression=compression,
-        features=features,
+        features=features if table is None else None,
         index=index,
         suffix=suffix,
         gzip_member_bytes=gzip_member_bytes,
     ) as writer:
-        if bar is None:
+        if table is not None:
+            _write_chunks(writer, table.chunks, bar)
+        elif bar is None:
             writer.write_many(samples)
         else:
             with bar:
                 writer.write_many(_counted(samples, bar))
+    if table is not None:  # beside the shards, for read_arrow and FeaturesDict.load
+        table.features.save(os.path.dirname(os.path.abspath(writer.summary.paths[0])))
     return writer.summary
+
+
+def _write_chunks(writer: ShardedWriter, chunks: Iterable[list[bytes]], bar: Any) -> None:
+    """Records already encoded a batch at a time (a table's), each batch written whole."""
+    with bar if bar is not None else contextlib.nullcontext():
+        for records in chunks:
+            writer._write_records(records)
+            if bar is not None:
+                bar.update(len(records))
 
 
 def _counted(items: Iterable[Any], bar: Any) -> Iterator[Any]:
@@ -598,8 +617,8 @@ def _counted(items: Iterable[Any], bar: Any) -> Iterator[Any]:
     bar.update(taken)
 
 
-def _progress_bar(progress: bool | None, samples: Iterable[Any]) -> Any:
-    """A tqdm bar, or None when there should be none."""
+def _progress_bar(progress: bool | None, samples: Iterable[Any], rows: int | None = None) -> Any:
+    """A tqdm bar, or None when there should be none; ``rows``: the total, when known otherwise."""
     if progress is False:
         return None
     try:
@@ -610,5 +629,5 @@ def _progress_bar(progress: bool | None, samples: Iterable[Any]) -> Any:
         return None
     if progress is None and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
         return None
-    total = len(samples) if isinstance(samples, Sized) else None
+    total = rows if rows is not None else len(samples) if isinstance(samples, Sized) else None
     return tqdm(total=total, unit=" records", unit_scale=True, desc="writing")
