@@ -286,15 +286,15 @@ class FeaturesDict(FeatureConnector):
         schema's spec, then, when every child is stored under its own name, each child's value straight
         from its parsed one (the general path rebuilds the flat groups of every child per record)."""
         parse = single_example_parser(self.parse_spec())
-        infos, groups = self._layout
-        if groups.keys() != self.features.keys() or any(group != [("", name)] for name, group in groups.items()):
+        groups = self._layout[1]
+        if any(groups.get(name) != [("", name)] for name in self.features):
             return lambda data: self._decode_parsed(parse(data))
         children = [(name, feature, self._single_cast(name)) for name, feature in self.features.items()]
 
         def decode(data: bytes) -> dict[str, Any]:
             parsed = parse(data)
             return {
-                name: feature.decode_flat({"": parsed[name] if cast is None else cast(parsed[name])}, name, False)
+                name: feature.decode_flat({"": cast(parsed[name]) if cast else parsed[name]}, name, False)
                 for name, feature, cast in children
             }
 

@@ -65,7 +65,7 @@ def parse_one(plan: Plan, data: bytes) -> dict[str, Any] | None:
 def _compile(plan: Plan) -> _Decoder | None:
     """The one-record decoder of ``plan``, or None when it holds a spec left to the batch path."""
     slots: dict[bytes, tuple[int, int, _Finish]] = {}  # raw key -> (slot, tag of its list, finisher)
-    keys = []
+    keys: list[Any] = []
     for key, spec in plan.specs.items():  # the plan's order, which is the batch path's
         if not isinstance(spec, (FixedLenFeature, FixedLenSequenceFeature)):
             return None
@@ -88,7 +88,7 @@ def _compile(plan: Plan) -> _Decoder | None:
         for value in values:
             if value is None:
                 return None  # a key absent, or of another kind: a default to fill or an error to report
-        return dict(zip(keys, values))
+        return dict(zip(keys, values, strict=True))
 
     return decode
 
@@ -231,6 +231,8 @@ def _scalar_int(data: bytes, start: int, end: int) -> np.ndarray | None:
     """One packed varint as a 0-d int64 array."""
     if data[start] != _FIELD_1 or data[start + 1] != end - start - 2:
         return None
+    if end - start == 3 and data[start + 2] < 0x80:  # one byte, below 128: the value itself
+        return np.array(data[start + 2], np.int64)
     value, pos = _read_varint(data, start + 2)
     if pos != end:
         return None
@@ -246,9 +248,7 @@ def _scalar_bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
     length, pos = _read_varint(data, start + 1)
     if pos + length != end:
         return None
-    out = np.empty((), object)
-    out[()] = data[pos:end]
-    return out
+    return np.array(data[pos:end], object)  # bytes are a scalar to numpy: a 0-d array holding them
 
 
 def _bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
