@@ -1,9 +1,10 @@
 """The direct one-record path of ``parse_single_example`` (example layer).
 
 A record in the usual form needs none of a batch's machinery. The usual form:
-every key the specs read is present, of its kind, with the number of values its
-spec asks for, and the record is laid out as writers lay it out (one Features
-field; map entries of a key, then a Feature of one list; packed numbers).
+every key the specs read is present (or absent with a default to give), of its
+kind, with the number of values its spec asks for, and the record is laid out as
+writers lay it out (one Features field; map entries of a key, then a Feature of
+one list; packed numbers).
 :func:`parse_one` reads such a record in one pass and gives up (returns None) on
 anything else, which the batch path then parses: so results and errors are
 those of the batch path by construction.
@@ -66,6 +67,7 @@ def _compile(plan: Plan) -> _Decoder | None:
     """The one-record decoder of ``plan``, or None when it holds a spec left to the batch path."""
     slots: dict[bytes, tuple[int, int, _Finish]] = {}  # raw key -> (slot, tag of its list, finisher)
     keys: list[Any] = []
+    absent: list[Callable[[], np.ndarray] | None] = []  # each slot's value when its key is absent
     for key, spec in plan.specs.items():  # the plan's order, which is the batch path's
         if not isinstance(spec, (FixedLenFeature, FixedLenSequenceFeature)):
             return None
@@ -73,9 +75,11 @@ def _compile(plan: Plan) -> _Decoder | None:
         if raw in slots:
             return None
         kind = wire.kind_of_dtype(spec.dtype)
+        shape = tuple(spec.shape)
         steps = isinstance(spec, FixedLenSequenceFeature)
-        slots[raw] = (len(keys), wire.KIND_TAG[kind], _finisher(kind, tuple(spec.shape), steps))
+        slots[raw] = (len(keys), wire.KIND_TAG[kind], _finisher(kind, shape, steps))
         keys.append(key)
+        absent.append(_absent_value(spec, shape, steps))
     count = len(keys)
 
     def decode(data: bytes) -> dict[Any, np.ndarray] | None:
@@ -85,12 +89,30 @@ def _compile(plan: Plan) -> _Decoder | None:
             return None
         if values is None:
             return None
-        for value in values:
-            if value is None:
-                return None  # a key absent, or of another kind: a default to fill or an error to report
+        for index, value in enumerate(values):
+            if value is _ABSENT:
+                fill = absent[index]
+                if fill is None:
+                    return None  # a required key is missing: the batch path reports it
+                values[index] = fill()
+            elif value is None:
+                return None  # of another kind, or not in the usual form: the batch path decides
         return dict(zip(keys, values, strict=True))
 
     return decode
+
+
+_ABSENT: Any = object()  # a key the record does not hold (None: one it holds in an unusual form)
+
+
+def _absent_value(spec: Any, shape: tuple[int, ...], steps: bool) -> Callable[[], np.ndarray] | None:
+    """What the batch path gives for the spec's key absent from a record: a FixedLenFeature's default
+    (a fresh copy: outputs are the caller's), a FixedLenSequenceFeature's zero steps; None when the
+    key is required (an error to report)."""
+    if steps:
+        return lambda: np.empty((0, *shape), spec.dtype)
+    default = spec.default_value
+    return None if default is None else default.copy
 
 
 # Compiled per plan; keyed by the plan object (plans are cached, so the same few come back).
@@ -99,16 +121,16 @@ _DECODERS: BoundedCache[Plan, _Decoder | None] = BoundedCache(64, compute=_compi
 
 def _walk(data: bytes, slots: dict[bytes, tuple[int, int, _Finish]], count: int) -> list[Any] | None:
     """The output of each slot, read in one pass over a record laid out as writers lay it out (None
-    for any other layout, or a list the slot's finisher finds unusual). A key with a list of another
-    kind than its spec's is left None; the last entry of a key wins, as in protobuf. Lengths of one
-    or two bytes are read inline: a call costs more than the rest."""
+    for any other layout, or a list the slot's finisher finds unusual). A slot whose key is absent is
+    left ``_ABSENT``, one whose list is empty or of another kind than its spec's None; the last entry
+    of a key wins, as in protobuf. Lengths of one or two bytes are read inline: a call costs more."""
     size = len(data)
     if data[0] != _FIELD_1:
         return None
     length, pos = _read_varint(data, 1)
     if pos + length != size:
         return None
-    values: list[Any] = [None] * count
+    values: list[Any] = [_ABSENT] * count
     while pos < size:
         if data[pos] != _FIELD_1:  # a map entry
             return None
