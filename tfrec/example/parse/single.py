@@ -89,14 +89,16 @@ def _compile(plan: Plan) -> _Decoder | None:
             return None
         if values is None:
             return None
+        if values[-1] is not _ABSENT:  # the slot that counts the others: all found
+            values.pop()
+            return dict(zip(keys, values, strict=True))
+        values.pop()
         for index, value in enumerate(values):
             if value is _ABSENT:
                 fill = absent[index]
                 if fill is None:
                     return None  # a required key is missing: the batch path reports it
                 values[index] = fill()
-            elif value is None:
-                return None  # of another kind, or not in the usual form: the batch path decides
         return dict(zip(keys, values, strict=True))
 
     return decode
@@ -120,17 +122,18 @@ _DECODERS: BoundedCache[Plan, _Decoder | None] = BoundedCache(64, compute=_compi
 
 
 def _walk(data: bytes, slots: dict[bytes, tuple[int, int, _Finish]], count: int) -> list[Any] | None:
-    """The output of each slot, read in one pass over a record laid out as writers lay it out (None
-    for any other layout, or a list the slot's finisher finds unusual). A slot whose key is absent is
-    left ``_ABSENT``, one whose list is empty or of another kind than its spec's None; the last entry
-    of a key wins, as in protobuf. Lengths of one or two bytes are read inline: a call costs more."""
+    """The output of each slot, read in one pass over a record laid out as writers lay it out, then
+    whether every slot was found (not ``_ABSENT``); None for any other layout, a wanted Feature empty
+    or of another kind, or a list its slot's finisher finds unusual (the batch path then decides).
+    Lengths of one or two bytes are read inline: a call costs more than the rest."""
     size = len(data)
     if data[0] != _FIELD_1:
         return None
     length, pos = _read_varint(data, 1)
     if pos + length != size:
         return None
-    values: list[Any] = [_ABSENT] * count
+    values: list[Any] = [_ABSENT] * (count + 1)  # and, last, whether every slot was found
+    found = 0
     while pos < size:
         if data[pos] != _FIELD_1:  # a map entry
             return None
@@ -166,29 +169,28 @@ def _walk(data: bytes, slots: dict[bytes, tuple[int, int, _Finish]], count: int)
             pos = end  # a Feature not asked for is never looked into
             continue
         index, wanted, finish = slot
-        values[index] = None
-        if length:
-            tag = data[pos]
-            length = data[pos + 1]
-            if length < 0x80:
-                pos += 2
-            elif data[pos + 2] < 0x80:
-                length = (length & 0x7F) | data[pos + 2] << 7
-                pos += 3
-            else:
-                length, pos = _read_varint(data, pos + 1)
-            if pos + length != end or tag not in _LIST_TAGS:
-                return None
-            if tag == wanted:
-                value = finish(data, pos, end)
-                if value is None:
-                    return None
-                values[index] = value
+        if not length or data[pos] != wanted:
+            return None  # an empty Feature, or a list of another kind: the batch path decides
+        length = data[pos + 1]
+        if length < 0x80:
+            pos += 2
+        elif data[pos + 2] < 0x80:
+            length = (length & 0x7F) | data[pos + 2] << 7
+            pos += 3
+        else:
+            length, pos = _read_varint(data, pos + 1)
+        if pos + length != end:
+            return None
+        value = finish(data, pos, end)
+        if value is None:
+            return None
+        if values[index] is _ABSENT:
+            found += 1
+        values[index] = value  # a key's last entry wins, as in protobuf
         pos = end
+    if found == count:
+        values[count] = True
     return values
-
-
-_LIST_TAGS = frozenset(wire.KIND_TAG[kind] for kind in (wire.BYTES, wire.FLOAT, wire.INT64))
 
 
 def _finisher(kind: int, shape: tuple[int, ...], steps: bool) -> _Finish:
