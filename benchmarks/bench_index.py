@@ -28,9 +28,13 @@ The targets of issue 12: __getitem__ >= 100k records/s; __getitems__ >= 5x that 
 
 With features (a tenth as many image-like records, bench_features.py's workload and FeaturesDict):
 - __getitem__ with features: source[i] for random i, decoded to samples; and what it should cost at
-  most: a raw source[i] plus features.deserialize_example of the same records (target: within 2x).
+  most: a raw source[i] plus features.deserialize_example of the same records (target: within 2x,
+  compared in CPU time).
 - grain: MapDataset.source(source).shuffle(seed=0).batch(256), iterated (target: >= 30k records/s;
-  skipped when grain is not installed).
+  skipped when grain is not installed). grain 0.2.18's batch step asks its parent for one element at
+  a time (its batched `_getitems` push-down is an experiment switched off), so this is source[i] per
+  record plus grain's own per-element work, in its 16 reading threads.
+These rows take turns in each round, and their CPU time (all threads) is printed too.
 
 Global shuffle (issue 26), on bench_parse.py's records written into 16 indexed shards (image: its
 workload a, ~3.7 KB records; small: its workload b, three scalars): TFRecordDataset(spec=...)
@@ -83,6 +87,7 @@ RAW_GETITEM = "image-like: raw source[i] (random)"
 FEATURES_GETITEM = "image-like: source[i] with features (random)"
 DESERIALIZE = "image-like: features.deserialize_example (in memory)"
 GRAIN = "image-like: grain MapDataset.source(...).shuffle(seed=0).batch(256)"
+CPU_SECONDS: dict[str, float] = {}  # the CPU time of the rows measured taking turns
 
 
 def with_features(
@@ -107,15 +112,11 @@ def with_features(
             call(key)
         return len(picks)
 
-    rows: list[tuple[str, float | None, int]] = [
-        (RAW_GETITEM, best_time(lambda: each(raw.__getitem__), len(picks), repeat), len(picks)),
-        (FEATURES_GETITEM, best_time(lambda: each(decoded.__getitem__), len(picks), repeat), len(picks)),
-        (
-            DESERIALIZE,
-            best_time(lambda: each(lambda k: features.deserialize_example(records[k])), len(picks), repeat),
-            len(picks),
-        ),
-    ]
+    runs = {
+        RAW_GETITEM: (lambda: each(raw.__getitem__), len(picks)),
+        FEATURES_GETITEM: (lambda: each(decoded.__getitem__), len(picks)),
+        DESERIALIZE: (lambda: each(lambda k: features.deserialize_example(records[k])), len(picks)),
+    }
     if importlib.util.find_spec("grain") is None:
         print("grain: skipped: not installed")
     else:
@@ -123,7 +124,10 @@ def with_features(
 
         dataset = grain.MapDataset.source(decoded).shuffle(seed=0).batch(256, drop_remainder=True)
         total = len(dataset) * 256
-        rows.append((GRAIN, best_time(lambda: sum(len(b["label"]) for b in dataset), total, repeat), total))
+        runs[GRAIN] = (lambda: sum(len(b["label"]) for b in dataset), total)
+    wall, cpu = taking_turns(runs, repeat)
+    rows: list[tuple[str, float | None, int]] = [(label, wall[label], n) for label, (_, n) in runs.items()]
+    CPU_SECONDS.update(cpu)
     raw.close()
     decoded.close()
     return rows, ok
@@ -216,6 +220,23 @@ def gzip_rows(directory: str, count: int, repeat: int) -> tuple[list[tuple[str, 
     gz.close()
     flat.close()
     return rows, ok
+
+
+def taking_turns(runs: dict[str, tuple[Any, int]], repeat: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Each run's best wall and best CPU seconds (all threads) over ``repeat`` rounds after a warm-up
+    round; the runs take turns within a round, so that a slow spell of a shared machine hits them all."""
+    wall: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    for attempt in range(repeat + 1):
+        for label, (run, expected) in runs.items():
+            started, cpu_started = time.perf_counter(), time.process_time()
+            if run() != expected:
+                raise SystemExit(f"error: {label}: a run counted other than {expected} records")
+            seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+            if attempt:
+                wall[label] = min(wall.get(label, seconds), seconds)
+                cpu[label] = min(cpu.get(label, cpu_seconds), cpu_seconds)
+    return wall, cpu
 
 
 def tfrecord2idx(path: str, index_path: str, repeat: int) -> float | None:
@@ -321,8 +342,16 @@ def main(argv: list[str] | None = None) -> int:
         rows += gzip_found
         ok = ok and gzip_ok
 
-    lines = [("operation", "records/s", "seconds")]
-    lines += [(label, f"{n / s:,.0f}" if s else "-", f"{s:.3f}" if s else "-") for label, s, n in rows]
+    lines = [("operation", "records/s", "seconds", "records/CPU s")]
+    lines += [
+        (
+            label,
+            f"{n / s:,.0f}" if s else "-",
+            f"{s:.3f}" if s else "-",
+            f"{n / CPU_SECONDS[label]:,.0f}" if CPU_SECONDS.get(label) else "-",
+        )
+        for label, s, n in rows
+    ]
     print()
     print_lines(lines)
     rates = {label: n / s for label, s, n in rows if s}
@@ -332,12 +361,12 @@ def main(argv: list[str] | None = None) -> int:
     goal = TARGET_FACTOR * TARGET_GETITEM
     verdict = "met" if many >= goal else "MISSED"
     print(f"target __getitems__ >= {goal:,}/s: {verdict} ({many / single:.1f}x __getitem__)")
-    decoded = rates[FEATURES_GETITEM]
-    bound = 1 / (1 / rates[RAW_GETITEM] + 1 / rates[DESERIALIZE]) / TARGET_FEATURES_FACTOR
-    verdict = "met" if decoded >= bound else "MISSED"
+    cpu = CPU_SECONDS  # the features rows by CPU time: a loaded machine disturbs it less than wall time
+    ratio = cpu[FEATURES_GETITEM] / (cpu[RAW_GETITEM] + cpu[DESERIALIZE])
+    verdict = "met" if ratio <= TARGET_FEATURES_FACTOR else "MISSED"
     print(
         f"target __getitem__ with features within {TARGET_FEATURES_FACTOR}x of a raw read + "
-        f"deserialize_example (>= {bound:,.0f}/s): {verdict}"
+        f"deserialize_example (CPU time): {ratio:.2f}x: {verdict}"
     )
     for label in GLOBAL_WORKLOADS:
         ratio = (
@@ -348,8 +377,12 @@ def main(argv: list[str] | None = None) -> int:
         target = f"target {label}: global shuffle >= {TARGET_GLOBAL_RATIO:.0%} of sequential"
         print(f"{target}: {verdict} ({ratio:.0%})")
     if GRAIN in rates:
+        cpu_rate = next(n for label, _, n in rows if label == GRAIN) / cpu[GRAIN]
         verdict = "met" if rates[GRAIN] >= TARGET_GRAIN else "MISSED"
-        print(f"target grain MapDataset >= {TARGET_GRAIN:,}/s: {verdict}")
+        print(
+            f"target grain MapDataset >= {TARGET_GRAIN:,}/s: {rates[GRAIN]:,.0f}/s: {verdict} "
+            f"({cpu_rate:,.0f} records per CPU second)"
+        )
     return 0 if ok else 1
 
 

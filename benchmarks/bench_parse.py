@@ -27,7 +27,9 @@ Rows, all over the same records in one run:
   the `tfrecord` package: tfrecord_loader(path, None, description) over the file, in a subprocess
     because it cannot be imported next to TensorFlow (it checks no CRCs and yields one dict of
     arrays per record; it raises KeyError for a missing key, so in c it is not asked for "text");
-  a protobuf loop: Example.FromString(record), then np.array of each wanted feature's values.
+  a protobuf loop: Example.FromString(record), then np.array of each wanted feature's values;
+  one record at a time: tfrec.parse_single_example(record, spec) per record, and protobuf's
+    Example.FromString(record) alone per record (the floor: it builds no arrays; target: within 5x).
 Peers that are not installed are skipped.
 
 The in-process rows take turns: one warm-up round, then --repeat rounds in which each row runs
@@ -93,11 +95,15 @@ TF_FILE_LABEL = "TF graph: TFRecordDataset batch+map"
 TF_EAGER_LABEL = "TF eager parse_example"
 TFRECORD_LABEL = "tfrecord pkg loader (no CRC check)"
 PROTO_LABEL = "protobuf loop"
+ONE_LABEL = "tfrec parse_single_example, one at a time"
+FLOOR_LABEL = "protobuf Example.FromString alone (floor)"
 TARGETS = [  # (workload, row, peer, minimum speedup, what the issue asks)
     ("b", TFREC_LABEL, TF_LABEL, 2.0, "tfrec >= 2x TF on b"),
     ("a", TFREC_LABEL, TF_LABEL, 1.0, "tfrec >= 1x TF on a (stretch 1.5x)"),
     ("a", TFREC_LABEL, TFRECORD_LABEL, 5.0, "tfrec >= 5x tfrecord pkg on a"),
     ("b", TFREC_LABEL, TFRECORD_LABEL, 5.0, "tfrec >= 5x tfrecord pkg on b"),
+    ("a", ONE_LABEL, FLOOR_LABEL, 0.2, "parse_single_example within 5x FromString's time on a"),
+    ("c", ONE_LABEL, FLOOR_LABEL, 0.2, "parse_single_example within 5x FromString's time on c"),
 ]
 
 Timing = tuple[float, float]  # best wall seconds, CPU seconds of that run
@@ -184,6 +190,20 @@ def tfrec_parse(records: list[bytes], spec: dict[str, Any]) -> int:
     for batch in batches(records):
         n += len(tfrec.parse_example(batch, spec)[key])
     return n
+
+
+def tfrec_parse_single(records: list[bytes], spec: dict[str, Any]) -> int:
+    parse = tfrec.parse_single_example
+    for record in records:
+        parse(record, spec)
+    return len(records)
+
+
+def proto_from_string(records: list[bytes]) -> int:
+    from_string = example_pb2.Example.FromString
+    for record in records:
+        from_string(record)
+    return len(records)
 
 
 def tfrec_parse_file(path: str, spec: dict[str, Any]) -> int:
@@ -358,6 +378,8 @@ def bench_workload(
         runs[TF_FILE_LABEL] = lambda: tf_graph(from_file, key)
         runs[TF_EAGER_LABEL] = lambda: tf_eager(tf, constants, tf_features, key)
     runs[PROTO_LABEL] = lambda: proto_parse(records, fields)
+    runs[ONE_LABEL] = lambda: tfrec_parse_single(records, spec)
+    runs[FLOOR_LABEL] = lambda: proto_from_string(records)
     rows: dict[str, Timing] = best_times(runs, count, repeat)
 
     peer = run_peer(name, directory, args)
@@ -412,7 +434,8 @@ def print_targets(results: dict[str, dict[str, Timing]]) -> None:
             print(f"  {text}: not measured")
             continue
         speedup = rows[peer][0] / rows[label][0]
-        print(f"  {text}: {speedup:.2f}x  {'met' if speedup >= minimum else 'MISSED'}")
+        verdict = "met" if speedup >= minimum else "MISSED"
+        print(f"  {text}: {speedup:.2f}x the speed ({1 / speedup:.2f}x the time)  {verdict}")
     print(flush=True)
 
 

@@ -36,6 +36,7 @@ from .parse import (
     parse_sequence_example,
     parse_single_example,
     parse_single_sequence_example,
+    single_example_parser,
     string,
 )
 
@@ -60,5 +61,6 @@ __all__ = [
     "parse_sequence_example",
     "parse_single_example",
     "parse_single_sequence_example",
+    "single_example_parser",
     "string",
 ]

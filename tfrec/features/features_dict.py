@@ -19,6 +19,7 @@ import functools
 import itertools
 import json
 import math
+import operator
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -32,7 +33,7 @@ from ..example import (
     RaggedArray,
     RaggedFeature,
     parse_example,
-    parse_single_example,
+    single_example_parser,
     wire,
 )
 from . import sequence_storage
@@ -280,9 +281,33 @@ class FeaturesDict(FeatureConnector):
         }
 
     @functools.cached_property
-    def _single_spec(self) -> dict[str, Any]:
-        """The parse spec of one record, built once (``deserialize_example`` runs per record)."""
-        return self.parse_spec()
+    def _single_decoder(self) -> Callable[[bytes], dict[str, Any]]:
+        """``deserialize_example`` of one Example, built once (it runs per record): the parser of the
+        schema's spec, then, when every child is stored under its own name, each child's value straight
+        from its parsed one (the general path rebuilds the flat groups of every child per record)."""
+        parse = single_example_parser(self.parse_spec())
+        groups = self._layout[1]
+        if any(groups.get(name) != [("", name)] for name in self.features):
+            return lambda data: self._decode_parsed(parse(data))
+        children = [(name, feature, self._single_cast(name)) for name, feature in self.features.items()]
+
+        def decode(data: bytes) -> dict[str, Any]:
+            parsed = parse(data)
+            return {
+                name: feature.decode_flat({"": cast(parsed[name]) if cast else parsed[name]}, name, False)
+                for name, feature, cast in children
+            }
+
+        return decode
+
+    def _single_cast(self, key: str) -> Callable[[Any], Any] | None:
+        """What :meth:`_reshaped` does to one record's parsed value at ``key`` (None: nothing)."""
+        if self._kept_as_parsed[key]:
+            return None
+        info = self._layout[0][key]
+        if info.dtype.kind == "O" and info.shape == ():
+            return operator.itemgetter(())  # a 0-d object array -> its bytes, as tfds gives them
+        return lambda value: self._reshaped({key: value}, False)[key]
 
     @functools.cached_property
     def _encoder(self) -> Callable[[Any], bytes]:
@@ -292,7 +317,7 @@ class FeaturesDict(FeatureConnector):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         # Memos: closures do not pickle, and all are rebuilt on first use.
-        for memo in ("_encoder", "_batch_encoder", "_layout", "_single_spec", "_kept_as_parsed"):
+        for memo in ("_encoder", "_batch_encoder", "_layout", "_single_decoder", "_kept_as_parsed"):
             state.pop(memo, None)
         return state
 
@@ -300,15 +325,18 @@ class FeaturesDict(FeatureConnector):
         """The bytes of one Example (or SequenceExample) -> the nested dict of values."""
         if sequence_example:
             parsed = sequence_storage.deserialize(self, self.parse_spec(batched=True), data, batched=False)
-        else:
-            parsed = parse_single_example(data, self._single_spec)
-            kept = self._kept_as_parsed
-            if parsed.keys() == kept.keys():  # skip what would leave a value as it is
-                parsed = {
-                    key: value if kept[key] else self._reshaped({key: value}, False)[key]
-                    for key, value in parsed.items()
-                }
-                return self.decode_flat(parsed, "", False)
+            return self.decode_flat(self._reshaped(parsed, False), "", False)
+        return self._single_decoder(data)
+
+    def _decode_parsed(self, parsed: dict[str, Any]) -> dict[str, Any]:
+        """One record's parsed flat values -> the nested dict of values."""
+        kept = self._kept_as_parsed
+        if parsed.keys() == kept.keys():  # skip what would leave a value as it is
+            parsed = {
+                key: value if kept[key] else self._reshaped({key: value}, False)[key]
+                for key, value in parsed.items()
+            }
+            return self.decode_flat(parsed, "", False)
         return self.decode_flat(self._reshaped(parsed, False), "", False)
 
     def deserialize_batch(

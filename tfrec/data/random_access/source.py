@@ -183,6 +183,9 @@ class RecordFileSource:
             return [parse_single_example(data, self._spec) for data in records]
         return records
 
+    # grain's batched-read protocol (SupportsBatchedReadRandomAccessDataSource) names it so.
+    _getitems = __getitems__
+
     def _number(self, record_key: SupportsIndex) -> int:
         try:
             number = operator.index(record_key)

@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from .examples import parse_example, parse_single_example
+from .examples import parse_example, parse_single_example, single_example_parser
 from .sequences import parse_sequence_example, parse_single_sequence_example
 from .specs import (
     FixedLenFeature,
@@ -43,5 +43,6 @@ __all__ = [
     "parse_sequence_example",
     "parse_single_example",
     "parse_single_sequence_example",
+    "single_example_parser",
     "string",
 ]

@@ -21,7 +21,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...errors import DecodeError, SchemaError, WireError
@@ -33,7 +33,7 @@ from .outputs import spec_output
 from .plan import Plan, Spec, plan_of
 from .single import parse_one
 
-__all__ = ["parse_example", "parse_single_example"]
+__all__ = ["parse_example", "parse_single_example", "single_example_parser"]
 
 
 def _build(
@@ -111,6 +111,11 @@ def parse_single_example(
     parsed = parse_one(plan, records[0])  # the direct path; None leaves the record to the batch path
     if parsed is not None:
         return parsed
+    return _parse_by_batch(plan, records)
+
+
+def _parse_by_batch(plan: Plan, records: Sequence[bytes]) -> dict[str, Any]:
+    """The one record of ``records`` parsed by the batch path (any form; the errors TF reports)."""
     try:
         columns = columns_from_features(
             records, [wire.scan_example(records[0], frozenset(plan.reads))], plan.reads
@@ -118,3 +123,26 @@ def parse_single_example(
     except WireError as exc:
         raise DecodeError(f"Could not parse example input: {exc}") from None
     return _build(plan, columns, None, False, records)
+
+
+def single_example_parser(features: Mapping[str, Spec]) -> Callable[[bytes], dict[str, Any]]:
+    """``parse_single_example(data, features)`` as a function of ``data`` alone, for the many records
+    of one spec: the spec is validated once, here (a copy is kept: later changes do not reach it).
+
+    Example:
+        >>> parse = single_example_parser({"label": tfrec.FixedLenFeature([], tfrec.int64)})
+        >>> parse(data)
+        {'label': array(3)}
+    """
+    if not features:  # the error parse_single_example raises, when called
+        return lambda serialized: parse_single_example(serialized, features)
+    features = dict(features)
+    plan = plan_of(features)
+
+    def parse(serialized: bytes) -> dict[str, Any]:
+        if type(serialized) is not bytes:
+            return parse_single_example(serialized, features)
+        parsed = parse_one(plan, serialized)
+        return parsed if parsed is not None else _parse_by_batch(plan, [serialized])
+
+    return parse
