@@ -29,6 +29,7 @@ from . import block_crc, frame, salvage
 from .block_split import NO_ENDS, split_block
 from .compression import looks_like
 from .crc import crc32c, crc_function, mask, mask_array
+from .spans import POOL, read_span
 from .stream import RecordStream
 
 __all__ = ["BlockLoop", "Frames", "Publish"]
@@ -57,7 +58,10 @@ class Frames:
         """Up to ``count`` more records, as ``(buffer, starts, ends)``."""
         first = self.next
         self.next = last = min(first + count, len(self.starts))
-        return self.buffer, self.starts[first:last], self.ends[first:last]
+        buffer = self.buffer
+        if last == len(self.starts):  # all taken: the batches alone keep the block (a span's map is
+            self.buffer = b""  # reused as soon as nothing refers to it)
+        return buffer, self.starts[first:last], self.ends[first:last]
 
     def __iter__(self) -> Frames:
         return self
@@ -113,6 +117,7 @@ class BlockLoop:
         self.views = False  # hand out blocks as spans of them (batches()), not as records
         self.block = salvage.BLOCK  # bytes read at once; batches() reads blocks of a few batches
         self.block_goal = salvage.BLOCK  # what batches() lets self.block grow to
+        self.wanted = 1  # records the batch being gathered still wants (batches() sets it)
 
     def run(self) -> Iterator[Iterator[bytes]]:
         """Yield the records batch by batch, each published first; the stream is closed at the end."""
@@ -129,6 +134,8 @@ class BlockLoop:
             # (the block, its stream offset, where its first whole frame starts).
             ahead: tuple[bytes, int, int] | None = None
             while True:
+                if self._spans_from(buf, pos, eof, ahead):
+                    buf, pos, base, eof = self._read_span(buf, pos, base, index)
                 start = pos
                 ends, pos, bad_length = split_block(buf, pos, self.verify_checksums)
                 if ends.size:
@@ -141,6 +148,8 @@ class BlockLoop:
                 if bad_length:
                     self.publish((), NO_ENDS, base + pos, index)
                     self.report(self._length_error(buf, pos, base, index))
+                    if not isinstance(buf, bytes):  # a span's map: resync grows what it is given
+                        buf, base, pos = buf[pos:], base + pos, 0
                     buf, pos, base, eof = salvage.resync(
                         buf,
                         pos + 1,
@@ -158,6 +167,8 @@ class BlockLoop:
                     continue
                 available = len(buf) - pos
                 if available >= frame.HEADER and frame.unpack_header(buf, pos)[0] >= frame.LARGE:
+                    if self._spans_from(buf, pos, eof, ahead):
+                        continue  # read with the frames after it, above
                     record, footer, after = self._read_large(buf, pos, base, index)
                     yield self._hand_out_large(record, footer, base + pos, index)
                     index += 1
@@ -199,6 +210,37 @@ class BlockLoop:
             pass
         finally:
             self.stream.close()
+            if self.views:
+                POOL.release()
+
+    def _spans_from(self, buf: bytes, pos: int, eof: bool, ahead: object) -> bool:
+        """Whether to read on from the frame at ``pos`` as a span (:mod:`~tfrec.record.spans`): it is
+        a large record handed out in a batch, and the stream's size is known."""
+        return (
+            self.views
+            and not eof
+            and ahead is None
+            and self.stream.end is not None
+            and len(buf) - pos >= frame.HEADER
+            and frame.unpack_length(buf, pos)[0] >= frame.LARGE
+            and (not self.verify_checksums or frame.length_ok(buf, pos))
+        )
+
+    def _read_span(self, buf: bytes, pos: int, base: int, index: int) -> tuple[bytes, int, int, bool]:
+        """The frame at ``pos`` and those after it that the batch wants, read into a span buffer:
+        ``(buf, pos, base, eof)`` as the loop keeps them."""
+        assert self.stream.end is not None  # (checked by _spans_from)
+        with memoryview(buf) as view:
+            span = read_span(
+                self.stream,
+                POOL,
+                view[pos:],
+                at=base + pos,
+                end=self.stream.end,
+                wanted=self.wanted,
+                index=index,
+            )
+        return span.buffer, span.first, base + pos - span.first, span.end_of_stream  # type: ignore[return-value]
 
     def _hand_out(
         self, buf: bytes, first: int, ends: np.ndarray, base: int, index: int
@@ -233,9 +275,10 @@ class BlockLoop:
             return
         # Damage somewhere (or a record too long for the block check): record by record. Views
         # are checked through short-lived slices, not copies of every record kept alive.
-        pieces: Iterable[bytes] | None = records
-        if pieces is None:
-            pieces = map(buf.__getitem__, map(slice, data_starts.tolist(), data_ends.tolist()))
+        pieces: Iterable[bytes | np.ndarray] | None = records
+        if pieces is None:  # views of the block, not copies
+            u8 = np.frombuffer(buf, np.uint8)
+            pieces = map(u8.__getitem__, map(slice, data_starts.tolist(), data_ends.tolist()))
         computed = mask_array(np.fromiter(map(self.crc, pieces), np.uint32, count))
         stored = frame.stored_crcs(buf, ends)
         bad = np.flatnonzero(computed != stored)
@@ -305,7 +348,7 @@ class BlockLoop:
         length, stored = frame.unpack_header(buf, pos)
         hint = "the length field is damaged"
         if base + pos == 0:
-            guess = looks_like(buf[:2])
+            guess = looks_like(buf[pos : pos + 2])
             if guess is not None and self.stream.compression is None:
                 hint = f"the file looks {guess}-compressed: pass compression={guess!r}"
             else:

@@ -238,6 +238,7 @@ class RecordReader:
                 if records:
                     joined = RecordBatch.from_records(records)
                     return joined.buffer, joined.starts, joined.ends
+            self._blocks.wanted = count  # how much a span of large records is to hold
             try:
                 next(self._generator)  # publishes the next batch as self._batch
             except StopIteration:
