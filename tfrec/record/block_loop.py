@@ -32,7 +32,10 @@ from .crc import crc32c, crc_function, mask, mask_array
 from .spans import POOL, read_span
 from .stream import RecordStream
 
-__all__ = ["BlockLoop", "Frames", "Publish"]
+__all__ = ["NO_CRCS", "BlockLoop", "Frames", "Publish"]
+
+
+NO_CRCS = np.empty(0, np.uint32)  # no data CRC known in advance
 
 
 class _EndOfStream(Exception):
@@ -134,12 +137,13 @@ class BlockLoop:
             # (the block, its stream offset, where its first whole frame starts).
             ahead: tuple[bytes, int, int] | None = None
             while True:
+                known = NO_CRCS  # data CRCs of the frames from pos on, taken as they were read
                 if self._spans_from(buf, pos, eof, ahead):
-                    buf, pos, base, eof = self._read_span(buf, pos, base, index)
+                    buf, pos, base, eof, known = self._read_span(buf, pos, base, index)
                 start = pos
                 ends, pos, bad_length = split_block(buf, pos, self.verify_checksums)
                 if ends.size:
-                    yield from self._hand_out(buf, start, ends, base, index)
+                    yield from self._hand_out(buf, start, ends, base, index, known)
                     index += ends.size
                 if ahead is not None and pos == len(buf):
                     buf, base, pos = ahead
@@ -226,9 +230,11 @@ class BlockLoop:
             and (not self.verify_checksums or frame.length_ok(buf, pos))
         )
 
-    def _read_span(self, buf: bytes, pos: int, base: int, index: int) -> tuple[bytes, int, int, bool]:
+    def _read_span(
+        self, buf: bytes, pos: int, base: int, index: int
+    ) -> tuple[bytes, int, int, bool, np.ndarray]:
         """The frame at ``pos`` and those after it that the batch wants, read into a span buffer:
-        ``(buf, pos, base, eof)`` as the loop keeps them."""
+        ``(buf, pos, base, eof)`` as the loop keeps them, and the data CRCs of those frames."""
         assert self.stream.end is not None  # (checked by _spans_from)
         with memoryview(buf) as view:
             span = read_span(
@@ -239,11 +245,14 @@ class BlockLoop:
                 end=self.stream.end,
                 wanted=self.wanted,
                 index=index,
+                digest=self.crc if self.verify_checksums else None,
             )
-        return span.buffer, span.first, base + pos - span.first, span.end_of_stream  # type: ignore[return-value]
+        # A map reads as bytes do (slices are bytes): the loop and the batches take it as it is.
+        buffer: bytes = span.buffer  # type: ignore[assignment]
+        return buffer, span.first, base + pos - span.first, span.end_of_stream, span.crcs
 
     def _hand_out(
-        self, buf: bytes, first: int, ends: np.ndarray, base: int, index: int
+        self, buf: bytes, first: int, ends: np.ndarray, base: int, index: int, known: np.ndarray = NO_CRCS
     ) -> Iterator[Iterator[bytes]]:
         """Yield the frames of ``buf`` from position ``first`` to ``ends`` (just past each frame;
         ``buf[0]`` is at stream offset ``base``) as batches of records, or of frames when the
@@ -269,17 +278,20 @@ class BlockLoop:
         if not self.verify_checksums:
             yield self.publish(rows(0, count), stream_ends, base + first, index)
             return
-        buf_crc = self.stream.digest_of(buf)
-        if count > 1 and block_crc.data_crcs_match(buf, first, ends, buf_crc):
-            yield self.publish(rows(0, count), stream_ends, base + first, index)
-            return
-        # Damage somewhere (or a record too long for the block check): record by record. Views
-        # are checked through short-lived slices, not copies of every record kept alive.
-        pieces: Iterable[bytes | np.ndarray] | None = records
-        if pieces is None:  # views of the block, not copies
-            u8 = np.frombuffer(buf, np.uint8)
-            pieces = map(u8.__getitem__, map(slice, data_starts.tolist(), data_ends.tolist()))
-        computed = mask_array(np.fromiter(map(self.crc, pieces), np.uint32, count))
+        if known.size >= count:  # taken as the span was read
+            computed = mask_array(known[:count])
+        else:
+            buf_crc = self.stream.digest_of(buf)
+            if count > 1 and block_crc.data_crcs_match(buf, first, ends, buf_crc):
+                yield self.publish(rows(0, count), stream_ends, base + first, index)
+                return
+            # Damage somewhere (or a record too long for the block check): record by record. Views
+            # are checked through short-lived slices, not copies of every record kept alive.
+            pieces: Iterable[bytes | np.ndarray] | None = records
+            if pieces is None:  # views of the block, not copies
+                u8 = np.frombuffer(buf, np.uint8)
+                pieces = map(u8.__getitem__, map(slice, data_starts.tolist(), data_ends.tolist()))
+            computed = mask_array(np.fromiter(map(self.crc, pieces), np.uint32, count))
         stored = frame.stored_crcs(buf, ends)
         bad = np.flatnonzero(computed != stored)
         done = 0

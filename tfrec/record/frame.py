@@ -184,8 +184,9 @@ def first_bad_length(buf: bytes, first: int, ends: np.ndarray) -> int | None:
     stored = u8[(starts + 8)[:, None] + _CRC_BYTES].view("<u4").ravel()
     if int(lengths.max()) < LARGE:
         bad = np.flatnonzero(_length_table()[lengths] != stored)
-    else:  # lengths beyond the table (frames in a buffer: all below 2**40), from 16-bit parts
-        bad = np.flatnonzero(length_crcs(lengths) != unmask_array(stored))
+    else:  # lengths beyond the table: few distinct ones, each header's CRC cached
+        expected = np.fromiter(map(length_crc, lengths.tolist()), np.uint32, lengths.size)
+        bad = np.flatnonzero(expected != stored)
     return int(starts[bad[0]]) if bad.size else None
 
 

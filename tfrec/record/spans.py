@@ -27,7 +27,10 @@ import contextlib
 import mmap
 import sys
 import threading
+from collections.abc import Callable
 from typing import NamedTuple
+
+import numpy as np
 
 from . import frame
 from .batch import PAD
@@ -37,6 +40,7 @@ __all__ = ["PAGE", "POOL", "SPAN_LIMIT", "Span", "SpanPool", "read_span"]
 
 PAGE = mmap.PAGESIZE
 SPAN_LIMIT = 256 << 20  # a span grows no further once it holds a frame (larger batches are joined)
+_PIECE = 1 << 20  # bytes read at once: each piece's frames are checked while it is in the cache
 _KEEP = 4  # maps a pool keeps: the batch a consumer holds, the one being read, and slack
 
 
@@ -116,6 +120,7 @@ class Span(NamedTuple):
     buffer: mmap.mmap
     first: int
     end_of_stream: bool  # the read reached the end of the stream
+    crcs: np.ndarray  # uint32: the (unmasked) data CRC32C of the first frames, when asked for
 
 
 def read_span(
@@ -127,13 +132,15 @@ def read_span(
     end: int,
     wanted: int,
     index: int,
+    digest: Callable[[np.ndarray], int] | None = None,
 ) -> Span:
     """Read the stream on from the frame at offset ``at`` until ``wanted`` whole frames and
     :data:`PAD` bytes after them are in one buffer, or the stream ends (at offset ``end``).
 
     ``leftover`` holds the start of that frame (its header at least), already read; the next
     bytes of the stream follow it. Reads are sized by the frames' lengths, guessed first from the
-    frame at ``at``. The buffer is exactly as long as what was read.
+    frame at ``at``. The buffer is exactly as long as what was read. ``digest`` (a CRC32C) is
+    taken of each wanted frame's data as soon as it is read, while it is still in the cache.
     """
     first = at % PAGE  # the frame's offset within a page, in the buffer as in the file
     stop = first + end - at  # where the stream ends, as a buffer position
@@ -143,24 +150,23 @@ def read_span(
     buffer = pool.take(max(goal, first + len(leftover)))
     buffer[first : first + len(leftover)] = leftover
     filled = first + len(leftover)
-    pos, count = first, 0  # the whole frames found so far end at pos
+    walk = _Walk(first, wanted, digest)
     while True:
-        if goal > filled:
+        walk.over(buffer, filled)
+        while goal > filled:  # in pieces, each checked while in the cache
             if goal > len(buffer):
                 buffer = pool.resize(buffer, goal)
+            step = min(goal, filled + _PIECE)
             with memoryview(buffer) as view:
-                got = stream.read_into(view[filled:goal], at + filled - first, index)
+                got = stream.read_into(view[filled:step], at + filled - first, index)
             filled += got
-            if filled < goal:  # the stream ended sooner than its size said
+            walk.over(buffer, filled)
+            if filled < step:  # the stream ended sooner than its size said
                 stop = filled
                 buffer = pool.resize(buffer, filled)
-        while count < wanted and pos + frame.HEADER <= filled:
-            after = pos + frame.unpack_length(buffer, pos)[0] + frame.FRAMING
-            if after > filled:
-                break
-            pos, count = after, count + 1
+        pos, count = walk.pos, walk.count
         if filled >= stop or (count >= wanted and filled >= pos + PAD):
-            return Span(buffer, first, filled >= stop)
+            return Span(buffer, first, filled >= stop, np.array(walk.crcs, np.uint32))
         if count >= wanted:
             goal = min(stop, pos + PAD)
             continue
@@ -171,5 +177,31 @@ def read_span(
         if pos + frame.HEADER <= filled:
             goal = max(goal, pos + frame.unpack_length(buffer, pos)[0] + frame.FRAMING + frame.HEADER)
         if goal > limit and count:  # enough for one span: the next one reads on
-            return Span(buffer, first, False)
+            return Span(buffer, first, False, np.array(walk.crcs, np.uint32))
         goal = min(stop, limit, goal)
+
+
+class _Walk:
+    """The whole frames of a span so far (up to ``wanted``), each digested as it is found."""
+
+    __slots__ = ("count", "crcs", "digest", "pos", "wanted")
+
+    def __init__(self, pos: int, wanted: int, digest: Callable[[np.ndarray], int] | None) -> None:
+        self.pos = pos  # just past the last whole frame
+        self.count = 0
+        self.wanted = wanted
+        self.digest = digest
+        self.crcs: list[int] = []
+
+    def over(self, buffer: mmap.mmap, filled: int) -> None:
+        """Go on over the frames that are whole in ``buffer[:filled]``."""
+        pos, count, digest = self.pos, self.count, self.digest
+        while count < self.wanted and pos + frame.HEADER <= filled:
+            after = pos + frame.unpack_length(buffer, pos)[0] + frame.FRAMING
+            if after > filled:
+                break
+            if digest is not None:
+                data = np.frombuffer(buffer, np.uint8, after - pos - frame.FRAMING, pos + frame.HEADER)
+                self.crcs.append(digest(data))
+            pos, count = after, count + 1
+        self.pos, self.count = pos, count
