@@ -29,7 +29,7 @@ from . import block_crc, frame, salvage
 from .block_split import NO_ENDS, split_block
 from .compression import looks_like
 from .crc import crc32c, crc_function, mask, mask_array
-from .spans import POOL, read_span
+from .spans import POOL, Span, read_span
 from .stream import RecordStream
 
 __all__ = ["NO_CRCS", "BlockLoop", "Frames", "Publish"]
@@ -137,14 +137,24 @@ class BlockLoop:
             # (the block, its stream offset, where its first whole frame starts).
             ahead: tuple[bytes, int, int] | None = None
             while True:
-                known = NO_CRCS  # data CRCs of the frames from pos on, taken as they were read
+                span = None
                 if self._spans_from(buf, pos, eof, ahead):
-                    buf, pos, base, eof, known = self._read_span(buf, pos, base, index)
+                    span, base = self._read_span(buf, pos, base, index)
+                    buf, pos, eof = span.buffer, span.first, span.end_of_stream  # type: ignore[assignment]
                 start = pos
                 ends, pos, bad_length = split_block(buf, pos, self.verify_checksums)
+                known = NO_CRCS  # data CRCs of the frames from start on, taken as they were read
+                more = span is not None and 0 < span.frames < ends.size
+                if span is not None:
+                    known = span.crcs
+                    if more:  # the batch's frames alone: the rest are found again, for the next batch
+                        ends, bad_length = ends[: span.frames], False
+                        pos = int(ends[-1])
                 if ends.size:
                     yield from self._hand_out(buf, start, ends, base, index, known)
                     index += ends.size
+                if more:
+                    continue
                 if ahead is not None and pos == len(buf):
                     buf, base, pos = ahead
                     ahead = None
@@ -230,11 +240,9 @@ class BlockLoop:
             and (not self.verify_checksums or frame.length_ok(buf, pos))
         )
 
-    def _read_span(
-        self, buf: bytes, pos: int, base: int, index: int
-    ) -> tuple[bytes, int, int, bool, np.ndarray]:
-        """The frame at ``pos`` and those after it that the batch wants, read into a span buffer:
-        ``(buf, pos, base, eof)`` as the loop keeps them, and the data CRCs of those frames."""
+    def _read_span(self, buf: bytes, pos: int, base: int, index: int) -> tuple[Span, int]:
+        """The frame at ``pos`` and those after it that the batch wants, read into a span buffer
+        (a map reads as bytes do: slices are bytes), and the stream offset of its start."""
         assert self.stream.end is not None  # (checked by _spans_from)
         with memoryview(buf) as view:
             span = read_span(
@@ -247,9 +255,7 @@ class BlockLoop:
                 index=index,
                 digest=self.crc if self.verify_checksums else None,
             )
-        # A map reads as bytes do (slices are bytes): the loop and the batches take it as it is.
-        buffer: bytes = span.buffer  # type: ignore[assignment]
-        return buffer, span.first, base + pos - span.first, span.end_of_stream, span.crcs
+        return span, base + pos - span.first
 
     def _hand_out(
         self, buf: bytes, first: int, ends: np.ndarray, base: int, index: int, known: np.ndarray = NO_CRCS

@@ -120,6 +120,7 @@ class Span(NamedTuple):
     buffer: mmap.mmap
     first: int
     end_of_stream: bool  # the read reached the end of the stream
+    frames: int  # the wanted frames it holds whole (fewer only at the end or at SPAN_LIMIT)
     crcs: np.ndarray  # uint32: the (unmasked) data CRC32C of the first frames, when asked for
 
 
@@ -166,7 +167,7 @@ def read_span(
                 buffer = pool.resize(buffer, filled)
         pos, count = walk.pos, walk.count
         if filled >= stop or (count >= wanted and filled >= pos + PAD):
-            return Span(buffer, first, filled >= stop, np.array(walk.crcs, np.uint32))
+            return Span(buffer, first, filled >= stop, count, np.array(walk.crcs, np.uint32))
         if count >= wanted:
             goal = min(stop, pos + PAD)
             continue
@@ -177,7 +178,7 @@ def read_span(
         if pos + frame.HEADER <= filled:
             goal = max(goal, pos + frame.unpack_length(buffer, pos)[0] + frame.FRAMING + frame.HEADER)
         if goal > limit and count:  # enough for one span: the next one reads on
-            return Span(buffer, first, False, np.array(walk.crcs, np.uint32))
+            return Span(buffer, first, False, count, np.array(walk.crcs, np.uint32))
         goal = min(stop, limit, goal)
 
 
