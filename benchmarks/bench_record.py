@@ -18,6 +18,12 @@ the `tfrecord` package, in a subprocess because it cannot be imported next to Te
 its writer only takes feature dicts, not raw records; its reader checks no CRCs and yields a reused
 buffer); the raw limit: readinto a preallocated 1 MiB bytearray, and 1 MiB writes of the same size.
 Peers that are not installed are skipped.
+
+Batched reads (the 100KiB workload, or any named with --batched): read_batches(path, n) at n = 16,
+256 and 1024, with and without CRC checks, against read_records and against TensorFlow's
+TFRecordDataset(path).batch(n) iterated eagerly (and record by record, against read_records). The
+`tfrecord` package must run apart from TensorFlow: --tfrecord-python names an interpreter that has
+it when this one (the one with TensorFlow) does not.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import argparse
 import filecmp
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -45,6 +52,8 @@ WORKLOADS = {  # name: (records, shortest, longest)
     "100KiB": (3_000, 102_400, 102_400),
 }
 CHUNK = 1 << 20  # raw I/O block size
+BATCH_SIZES = (16, 256, 1024)
+BATCHED = ("100KiB",)  # workloads whose batched reads are measured by default
 SEED = 20240601
 TF_LABEL = "TensorFlow"
 TFRECORD_LABEL = "tfrecord pkg (no CRC check)"
@@ -94,6 +103,27 @@ def tf_write(tf: Any, path: str, records: list[bytes]) -> int:
 def tf_read(tf: Any, path: str) -> int:
     n = 0
     for batch in tf.data.TFRecordDataset(path).batch(1024):
+        n += int(batch.shape[0])
+    return n
+
+
+def tfrec_read_batches(path: str, size: int, verify: bool = True) -> int:
+    n = 0
+    for batch in tfrec.read_batches(path, size, verify_checksums=verify):
+        n += len(batch)
+    return n
+
+
+def tf_read_records(tf: Any, path: str) -> int:
+    n = 0
+    for _ in tf.data.TFRecordDataset(path):
+        n += 1
+    return n
+
+
+def tf_read_batches(tf: Any, path: str, size: int) -> int:
+    n = 0
+    for batch in tf.data.TFRecordDataset(path).batch(size):
         n += int(batch.shape[0])
     return n
 
@@ -155,6 +185,13 @@ def peer_main(args: argparse.Namespace) -> int:
 
 def run_peer(peer: str, name: str, directory: str, args: argparse.Namespace) -> dict[str, Any]:
     env = dict(os.environ, TFREC_CRC_BACKEND="crcmod") if peer == "crcmod" else None
+    if peer == "tfrecord" and args.tfrecord_python:  # another interpreter: the one with the package
+        command = [args.tfrecord_python, os.path.abspath(__file__), "--peer", peer, "--dir", directory]
+        command += ["--workloads", name, "--repeat", str(args.repeat)] + (["--quick"] if args.quick else [])
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode:
+            return {"skipped": f"subprocess failed: {done.stderr.strip().splitlines()[-1:]}"}
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
     return _common.run_peer(__file__, peer, name, directory, args, env)
 
 
@@ -209,6 +246,9 @@ def bench_workload(
     else:
         rows[peer["label"]] = {"write": None, "read": peer["read"]}
 
+    if name in args.batched:
+        bench_batches(name, reference, count, tf, rows, args)
+
     out = os.path.join(directory, f"{name}.raw")
     write = best_time(lambda: raw_write(out, size, count), count, repeat, remover(out))
     os.remove(out)
@@ -221,6 +261,63 @@ def bench_workload(
     print("checks (failures are reported above): " + "; ".join(checks))
     print_table(name, count, size, rows)
     return rows, ok
+
+
+def bench_batches(
+    name: str, reference: str, count: int, tf: Any, rows: dict[str, Times], args: argparse.Namespace
+) -> None:
+    """read_batches at each batch size against read_records and TF's batched TFRecordDataset."""
+    repeat, size = args.repeat, os.path.getsize(reference)
+    label = f"tfrec ({crc_backend()})"
+    mine: dict[int, tuple[float, float]] = {}
+    theirs: dict[int, float] = {}
+    for n in BATCH_SIZES:
+        verified = best_time(lambda n=n: tfrec_read_batches(reference, n), count, repeat)
+        unverified = best_time(lambda n=n: tfrec_read_batches(reference, n, verify=False), count, repeat)
+        mine[n] = (verified, unverified)
+        if tf is not None:
+            theirs[n] = best_time(lambda n=n: tf_read_batches(tf, reference, n), count, repeat)
+    one_by_one = best_time(lambda: tf_read_records(tf, reference), count, repeat) if tf is not None else None
+
+    def rate(seconds: float | None) -> str:
+        return f"{size / seconds / 1e6:,.0f}" if seconds else "-"
+
+    def ratio(seconds: float | None, peer: float | None) -> str:
+        return f"{peer / seconds:.2f}x" if seconds and peer else "-"
+
+    records, unverified_records = rows[label]["read"], rows["tfrec (no verify)"]["read"]
+    lines = [("reading", "batch", "MB/s", "no verify MB/s", "vs read_records", "vs TF", "no verify vs TF")]
+    lines.append(
+        (
+            "read_records",
+            "1",
+            rate(records),
+            rate(unverified_records),
+            "1.00x",
+            ratio(records, one_by_one),
+            ratio(unverified_records, one_by_one),
+        )
+    )
+    for n, (verified, unverified) in mine.items():
+        lines.append(
+            (
+                "read_batches",
+                str(n),
+                rate(verified),
+                rate(unverified),
+                ratio(verified, records),
+                ratio(verified, theirs.get(n)),
+                ratio(unverified, theirs.get(n)),
+            )
+        )
+    if tf is not None:
+        lines.append(("TF TFRecordDataset", "1", rate(one_by_one), "", "", "", ""))
+        lines += [("TF TFRecordDataset.batch", str(n), rate(theirs[n]), "", "", "", "") for n in BATCH_SIZES]
+    tfrecord = rows.get(TFRECORD_LABEL, {}).get("read")
+    if tfrecord:
+        lines.append((TFRECORD_LABEL, "1", rate(tfrecord), "", ratio(records, tfrecord), "", ""))
+    print(f"\n== {name}: batched reads, CRCs checked unless said (vs: how many times faster tfrec is) ==")
+    print_lines(lines)
 
 
 def print_table(name: str, count: int, size: int, rows: dict[str, Times]) -> None:
@@ -262,9 +359,10 @@ def print_table(name: str, count: int, size: int, rows: dict[str, Times]) -> Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _common.arguments(__doc__.splitlines()[0], list(WORKLOADS), ["crcmod", "tfrecord"]).parse_args(
-        argv
-    )
+    parser = _common.arguments(__doc__.splitlines()[0], list(WORKLOADS), ["crcmod", "tfrecord"])
+    parser.add_argument("--batched", nargs="*", choices=list(WORKLOADS), default=list(BATCHED))
+    parser.add_argument("--tfrecord-python", help="an interpreter with the tfrecord package")
+    args = parser.parse_args(argv)
     if args.peer:
         return peer_main(args)
 
