@@ -7,9 +7,12 @@ with one CRC pass over it (:mod:`~tfrec.record.block_crc`), and one struct call 
 records of a block; only a block that fails is checked record by record, to name the damaged
 one. When the reader hands out views (``RecordReader.batches``), a block is handed out as spans
 of it (:class:`Frames`, no copy per record), in blocks of a few batches that the stream reads,
-and takes the CRC of, while the block before is decoded. Large records are read straight into
-their own ``bytes`` object. Records before a damaged one are always handed out before the
-error is reported; the errors are worded here, with hints for a file that looks compressed.
+and takes the CRC of, while the block before is decoded. Large records (64 KiB or more) are
+read straight into their own ``bytes`` object one by one, and when handed out in batches from a
+file of known size, a batch's worth at a time into a buffer of their own (a span,
+:mod:`~tfrec.record.spans`), their data CRCs taken as they are read. Records before a damaged
+one are always handed out before the error is reported; the errors are worded here, with hints
+for a file that looks compressed.
 
 Example:
     >>> loop = BlockLoop(stream, verify_checksums=True, publish=publish, report=report)
@@ -224,8 +227,7 @@ class BlockLoop:
             pass
         finally:
             self.stream.close()
-            if self.views:
-                POOL.release()
+            POOL.release()  # the span buffers no batch holds: the kernel may take them back
 
     def _spans_from(self, buf: bytes, pos: int, eof: bool, ahead: object) -> bool:
         """Whether to read on from the frame at ``pos`` as a span (:mod:`~tfrec.record.spans`): it is
