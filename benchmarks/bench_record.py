@@ -18,6 +18,12 @@ the `tfrecord` package, in a subprocess because it cannot be imported next to Te
 its writer only takes feature dicts, not raw records; its reader checks no CRCs and yields a reused
 buffer); the raw limit: readinto a preallocated 1 MiB bytearray, and 1 MiB writes of the same size.
 Peers that are not installed are skipped.
+
+Batched reads (the 100KiB workload, or any named with --batched): read_batches(path, n) at n = 16,
+256 and 1024, with and without CRC checks, against read_records and against TensorFlow's
+TFRecordDataset(path).batch(n) iterated eagerly (and record by record, against read_records). The
+`tfrecord` package must run apart from TensorFlow: --tfrecord-python names an interpreter that has
+it when this one (the one with TensorFlow) does not.
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ import argparse
 import filecmp
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +53,8 @@ WORKLOADS = {  # name: (records, shortest, longest)
     "100KiB": (3_000, 102_400, 102_400),
 }
 CHUNK = 1 << 20  # raw I/O block size
+BATCH_SIZES = (16, 256, 1024)
+BATCHED = ("100KiB",)  # workloads whose batched reads are measured by default
 SEED = 20240601
 TF_LABEL = "TensorFlow"
 TFRECORD_LABEL = "tfrecord pkg (no CRC check)"
@@ -94,6 +104,27 @@ def tf_write(tf: Any, path: str, records: list[bytes]) -> int:
 def tf_read(tf: Any, path: str) -> int:
     n = 0
     for batch in tf.data.TFRecordDataset(path).batch(1024):
+        n += int(batch.shape[0])
+    return n
+
+
+def tfrec_read_batches(path: str, size: int, verify: bool = True) -> int:
+    n = 0
+    for batch in tfrec.read_batches(path, size, verify_checksums=verify):
+        n += len(batch)
+    return n
+
+
+def tf_read_records(tf: Any, path: str) -> int:
+    n = 0
+    for _ in tf.data.TFRecordDataset(path):
+        n += 1
+    return n
+
+
+def tf_read_batches(tf: Any, path: str, size: int) -> int:
+    n = 0
+    for batch in tf.data.TFRecordDataset(path).batch(size):
         n += int(batch.shape[0])
     return n
 
@@ -155,6 +186,13 @@ def peer_main(args: argparse.Namespace) -> int:
 
 def run_peer(peer: str, name: str, directory: str, args: argparse.Namespace) -> dict[str, Any]:
     env = dict(os.environ, TFREC_CRC_BACKEND="crcmod") if peer == "crcmod" else None
+    if peer == "tfrecord" and args.tfrecord_python:  # another interpreter: the one with the package
+        command = [args.tfrecord_python, os.path.abspath(__file__), "--peer", peer, "--dir", directory]
+        command += ["--workloads", name, "--repeat", str(args.repeat)] + (["--quick"] if args.quick else [])
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode:
+            return {"skipped": f"subprocess failed: {done.stderr.strip().splitlines()[-1:]}"}
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
     return _common.run_peer(__file__, peer, name, directory, args, env)
 
 
@@ -209,6 +247,9 @@ def bench_workload(
     else:
         rows[peer["label"]] = {"write": None, "read": peer["read"]}
 
+    if name in args.batched:
+        bench_batches(name, reference, count, tf, rows, args)
+
     out = os.path.join(directory, f"{name}.raw")
     write = best_time(lambda: raw_write(out, size, count), count, repeat, remover(out))
     os.remove(out)
@@ -221,6 +262,85 @@ def bench_workload(
     print("checks (failures are reported above): " + "; ".join(checks))
     print_table(name, count, size, rows)
     return rows, ok
+
+
+def bench_batches(
+    name: str, reference: str, count: int, tf: Any, rows: dict[str, Times], args: argparse.Namespace
+) -> None:
+    """read_batches at each batch size against read_records and TF's batched TFRecordDataset.
+
+    For each batch size, the readers take turns (a warm-up round, then --repeat rounds; each keeps
+    its best), so that a slow spell of a shared machine falls on all of them.
+    """
+    size = os.path.getsize(reference)
+    mine: dict[int, tuple[float, float, float]] = {}  # batch: verified, unverified, read_records
+    theirs: dict[int, float | None] = {}
+    for n in (1, *BATCH_SIZES):  # one batch size at a time, as a program reads
+        cases: dict[str, Callable[[], int]] = {"records": lambda: tfrec_read(reference)}
+        if n == 1:
+            cases["unverified"] = lambda: tfrec_read(reference, verify=False)
+        else:
+            cases["verified"] = lambda n=n: tfrec_read_batches(reference, n)
+            cases["unverified"] = lambda n=n: tfrec_read_batches(reference, n, verify=False)
+        if tf is not None:
+            cases["TF"] = (
+                (lambda: tf_read_records(tf, reference))
+                if n == 1
+                else lambda n=n: tf_read_batches(tf, reference, n)
+            )
+        best = take_turns(cases, count, args.repeat)
+        mine[n] = (best.get("verified", best["records"]), best["unverified"], best["records"])
+        theirs[n] = best.get("TF")
+
+    def rate(seconds: float | None) -> str:
+        return f"{size / seconds / 1e6:,.0f}" if seconds else "-"
+
+    def ratio(seconds: float | None, peer: float | None) -> str:
+        return f"{peer / seconds:.2f}x" if seconds and peer else "-"
+
+    lines = [("reading", "batch", "MB/s", "no verify MB/s", "vs read_records", "vs TF", "no verify vs TF")]
+    for n, (verified, unverified, records) in mine.items():
+        lines.append(
+            (
+                "read_records" if n == 1 else "read_batches",
+                str(n),
+                rate(verified),
+                rate(unverified),
+                ratio(verified, records),
+                ratio(verified, theirs[n]),
+                ratio(unverified, theirs[n]),
+            )
+        )
+    if tf is not None:
+        lines += [
+            ("TF TFRecordDataset" + ("" if n == 1 else ".batch"), str(n), rate(theirs[n]), "", "", "", "")
+            for n in (1, *BATCH_SIZES)
+        ]
+    tfrecord = rows.get(TFRECORD_LABEL, {}).get("read")
+    if tfrecord:
+        lines.append(
+            (TFRECORD_LABEL + ", earlier", "1", rate(tfrecord), "", ratio(records, tfrecord), "", "")
+        )
+    print(f"\n== {name}: batched reads, CRCs checked unless said (vs: how many times faster tfrec is) ==")
+    print_lines(lines)
+
+
+def take_turns(cases: dict[Any, Callable[[], int]], expected: int, repeat: int) -> dict[Any, float]:
+    """The best seconds of each case, the cases run in turn: a warm-up round, then ``repeat``."""
+    times: dict[Any, list[float]] = {key: [] for key in cases}
+    for _ in range(repeat + 1):
+        for key, run in cases.items():
+            times[key].append(_timed(run, expected))
+    return {key: min(seconds[1:]) for key, seconds in times.items()}
+
+
+def _timed(run: Callable[[], int], expected: int) -> float:
+    start = time.perf_counter()
+    count = run()
+    seconds = time.perf_counter() - start
+    if count != expected:
+        raise SystemExit(f"error: a run counted {count} records, expected {expected}")
+    return seconds
 
 
 def print_table(name: str, count: int, size: int, rows: dict[str, Times]) -> None:
@@ -262,9 +382,10 @@ def print_table(name: str, count: int, size: int, rows: dict[str, Times]) -> Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _common.arguments(__doc__.splitlines()[0], list(WORKLOADS), ["crcmod", "tfrecord"]).parse_args(
-        argv
-    )
+    parser = _common.arguments(__doc__.splitlines()[0], list(WORKLOADS), ["crcmod", "tfrecord"])
+    parser.add_argument("--batched", nargs="*", choices=list(WORKLOADS), default=list(BATCHED))
+    parser.add_argument("--tfrecord-python", help="an interpreter with the tfrecord package")
+    args = parser.parse_args(argv)
     if args.peer:
         return peer_main(args)
 

@@ -7,9 +7,12 @@ with one CRC pass over it (:mod:`~tfrec.record.block_crc`), and one struct call 
 records of a block; only a block that fails is checked record by record, to name the damaged
 one. When the reader hands out views (``RecordReader.batches``), a block is handed out as spans
 of it (:class:`Frames`, no copy per record), in blocks of a few batches that the stream reads,
-and takes the CRC of, while the block before is decoded. Large records are read straight into
-their own ``bytes`` object. Records before a damaged one are always handed out before the
-error is reported; the errors are worded here, with hints for a file that looks compressed.
+and takes the CRC of, while the block before is decoded. Large records (64 KiB or more) are
+read straight into their own ``bytes`` object one by one, and when handed out in batches from a
+file of known size, a batch's worth at a time into a buffer of their own (a span,
+:mod:`~tfrec.record.spans`), their data CRCs taken as they are read. Records before a damaged
+one are always handed out before the error is reported; the errors are worded here, with hints
+for a file that looks compressed.
 
 Example:
     >>> loop = BlockLoop(stream, verify_checksums=True, publish=publish, report=report)
@@ -29,9 +32,13 @@ from . import block_crc, frame, salvage
 from .block_split import NO_ENDS, split_block
 from .compression import looks_like
 from .crc import crc32c, crc_function, mask, mask_array
+from .spans import POOL, Span, read_span
 from .stream import RecordStream
 
-__all__ = ["BlockLoop", "Frames", "Publish"]
+__all__ = ["NO_CRCS", "BlockLoop", "Frames", "Publish"]
+
+
+NO_CRCS = np.empty(0, np.uint32)  # no data CRC known in advance
 
 
 class _EndOfStream(Exception):
@@ -57,7 +64,10 @@ class Frames:
         """Up to ``count`` more records, as ``(buffer, starts, ends)``."""
         first = self.next
         self.next = last = min(first + count, len(self.starts))
-        return self.buffer, self.starts[first:last], self.ends[first:last]
+        buffer = self.buffer
+        if last == len(self.starts):  # all taken: the batches alone keep the block (a span's map is
+            self.buffer = b""  # reused as soon as nothing refers to it)
+        return buffer, self.starts[first:last], self.ends[first:last]
 
     def __iter__(self) -> Frames:
         return self
@@ -113,6 +123,7 @@ class BlockLoop:
         self.views = False  # hand out blocks as spans of them (batches()), not as records
         self.block = salvage.BLOCK  # bytes read at once; batches() reads blocks of a few batches
         self.block_goal = salvage.BLOCK  # what batches() lets self.block grow to
+        self.wanted = 1  # records the batch being gathered still wants (batches() sets it)
 
     def run(self) -> Iterator[Iterator[bytes]]:
         """Yield the records batch by batch, each published first; the stream is closed at the end."""
@@ -129,11 +140,24 @@ class BlockLoop:
             # (the block, its stream offset, where its first whole frame starts).
             ahead: tuple[bytes, int, int] | None = None
             while True:
+                span = None
+                if self._spans_from(buf, pos, eof, ahead):
+                    span, base = self._read_span(buf, pos, base, index)
+                    buf, pos, eof = span.buffer, span.first, span.end_of_stream  # type: ignore[assignment]
                 start = pos
                 ends, pos, bad_length = split_block(buf, pos, self.verify_checksums)
+                known = NO_CRCS  # data CRCs of the frames from start on, taken as they were read
+                more = span is not None and 0 < span.frames < ends.size
+                if span is not None:
+                    known = span.crcs
+                    if more:  # the batch's frames alone: the rest are found again, for the next batch
+                        ends, bad_length = ends[: span.frames], False
+                        pos = int(ends[-1])
                 if ends.size:
-                    yield from self._hand_out(buf, start, ends, base, index)
+                    yield from self._hand_out(buf, start, ends, base, index, known)
                     index += ends.size
+                if more:
+                    continue
                 if ahead is not None and pos == len(buf):
                     buf, base, pos = ahead
                     ahead = None
@@ -141,6 +165,8 @@ class BlockLoop:
                 if bad_length:
                     self.publish((), NO_ENDS, base + pos, index)
                     self.report(self._length_error(buf, pos, base, index))
+                    if not isinstance(buf, bytes):  # a span's map: resync grows what it is given
+                        buf, base, pos = buf[pos:], base + pos, 0
                     buf, pos, base, eof = salvage.resync(
                         buf,
                         pos + 1,
@@ -158,6 +184,8 @@ class BlockLoop:
                     continue
                 available = len(buf) - pos
                 if available >= frame.HEADER and frame.unpack_header(buf, pos)[0] >= frame.LARGE:
+                    if self._spans_from(buf, pos, eof, ahead):
+                        continue  # read with the frames after it, above
                     record, footer, after = self._read_large(buf, pos, base, index)
                     yield self._hand_out_large(record, footer, base + pos, index)
                     index += 1
@@ -199,9 +227,40 @@ class BlockLoop:
             pass
         finally:
             self.stream.close()
+            POOL.release()  # the span buffers no batch holds: the kernel may take them back
+
+    def _spans_from(self, buf: bytes, pos: int, eof: bool, ahead: object) -> bool:
+        """Whether to read on from the frame at ``pos`` as a span (:mod:`~tfrec.record.spans`): it is
+        a large record handed out in a batch, and the stream's size is known."""
+        return (
+            self.views
+            and not eof
+            and ahead is None
+            and self.stream.end is not None
+            and len(buf) - pos >= frame.HEADER
+            and frame.unpack_length(buf, pos)[0] >= frame.LARGE
+            and (not self.verify_checksums or frame.length_ok(buf, pos))
+        )
+
+    def _read_span(self, buf: bytes, pos: int, base: int, index: int) -> tuple[Span, int]:
+        """The frame at ``pos`` and those after it that the batch wants, read into a span buffer
+        (a map reads as bytes do: slices are bytes), and the stream offset of its start."""
+        assert self.stream.end is not None  # (checked by _spans_from)
+        with memoryview(buf) as view:
+            span = read_span(
+                self.stream,
+                POOL,
+                view[pos:],
+                at=base + pos,
+                end=self.stream.end,
+                wanted=self.wanted,
+                index=index,
+                digest=self.crc if self.verify_checksums else None,
+            )
+        return span, base + pos - span.first
 
     def _hand_out(
-        self, buf: bytes, first: int, ends: np.ndarray, base: int, index: int
+        self, buf: bytes, first: int, ends: np.ndarray, base: int, index: int, known: np.ndarray = NO_CRCS
     ) -> Iterator[Iterator[bytes]]:
         """Yield the frames of ``buf`` from position ``first`` to ``ends`` (just past each frame;
         ``buf[0]`` is at stream offset ``base``) as batches of records, or of frames when the
@@ -227,16 +286,20 @@ class BlockLoop:
         if not self.verify_checksums:
             yield self.publish(rows(0, count), stream_ends, base + first, index)
             return
-        buf_crc = self.stream.digest_of(buf)
-        if count > 1 and block_crc.data_crcs_match(buf, first, ends, buf_crc):
-            yield self.publish(rows(0, count), stream_ends, base + first, index)
-            return
-        # Damage somewhere (or a record too long for the block check): record by record. Views
-        # are checked through short-lived slices, not copies of every record kept alive.
-        pieces: Iterable[bytes] | None = records
-        if pieces is None:
-            pieces = map(buf.__getitem__, map(slice, data_starts.tolist(), data_ends.tolist()))
-        computed = mask_array(np.fromiter(map(self.crc, pieces), np.uint32, count))
+        if known.size >= count:  # taken as the span was read
+            computed = mask_array(known[:count])
+        else:
+            buf_crc = self.stream.digest_of(buf)
+            if count > 1 and block_crc.data_crcs_match(buf, first, ends, buf_crc):
+                yield self.publish(rows(0, count), stream_ends, base + first, index)
+                return
+            # Damage somewhere (or a record too long for the block check): record by record. Views
+            # are checked through short-lived slices, not copies of every record kept alive.
+            pieces: Iterable[bytes | np.ndarray] | None = records
+            if pieces is None:  # views of the block, not copies
+                u8 = np.frombuffer(buf, np.uint8)
+                pieces = map(u8.__getitem__, map(slice, data_starts.tolist(), data_ends.tolist()))
+            computed = mask_array(np.fromiter(map(self.crc, pieces), np.uint32, count))
         stored = frame.stored_crcs(buf, ends)
         bad = np.flatnonzero(computed != stored)
         done = 0
@@ -305,7 +368,7 @@ class BlockLoop:
         length, stored = frame.unpack_header(buf, pos)
         hint = "the length field is damaged"
         if base + pos == 0:
-            guess = looks_like(buf[:2])
+            guess = looks_like(buf[pos : pos + 2])
             if guess is not None and self.stream.compression is None:
                 hint = f"the file looks {guess}-compressed: pass compression={guess!r}"
             else:

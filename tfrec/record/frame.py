@@ -182,13 +182,11 @@ def first_bad_length(buf: bytes, first: int, ends: np.ndarray) -> int | None:
     lengths = ends - starts - FRAMING
     u8 = np.frombuffer(buf, np.uint8)
     stored = u8[(starts + 8)[:, None] + _CRC_BYTES].view("<u4").ravel()
-    small = lengths < LARGE
-    if not small.all():  # rare: lengths beyond the table, one by one
-        for start in starts[~small].tolist():
-            if not length_ok(buf, start):
-                return int(start)
-        starts, lengths, stored = starts[small], lengths[small], stored[small]
-    bad = np.flatnonzero(_length_table()[lengths] != stored)
+    if int(lengths.max()) < LARGE:
+        bad = np.flatnonzero(_length_table()[lengths] != stored)
+    else:  # lengths beyond the table: few distinct ones, each header's CRC cached
+        expected = np.fromiter(map(length_crc, lengths.tolist()), np.uint32, lengths.size)
+        bad = np.flatnonzero(expected != stored)
     return int(starts[bad[0]]) if bad.size else None
 
 

@@ -113,6 +113,35 @@ class ReadAhead:
         self._digested = None  # (kept only while its block is the one being decoded)
         return piece
 
+    def readinto(self, target: memoryview) -> int:
+        """Fill ``target`` (a writable byte view): what was read ahead first, then straight from the
+        stream with one copy (``readinto`` when it has one). Fewer bytes only at the end."""
+        done = 0
+        size = len(target)
+        while done < size:
+            if self._taken >= len(self._left):
+                (self._left, self._left_digest), self._taken = self._wait(), 0
+                if not self._left:
+                    break
+            taken = self._taken
+            piece = memoryview(self._left)[taken : taken + size - done]
+            target[done : done + len(piece)] = piece
+            self._taken = taken + len(piece)
+            done += len(piece)
+        self._digested = None
+        readinto = getattr(self._stream, "readinto", None)
+        while done < size:
+            if readinto is not None:
+                got = readinto(target[done:])
+            else:  # a stream with only read() (the inflater): one copy more
+                data = self._stream.read(size - done)
+                got = len(data)
+                target[done : done + got] = data
+            if not got:
+                break
+            done += got
+        return done
+
     def digest_of(self, block: bytes) -> int | None:
         """The digest of ``block`` if it is the last block read ahead and returned whole."""
         digested = self._digested

@@ -180,9 +180,11 @@ class RecordReader:
         CRCs are checked as when iterating record by record, and :attr:`offset` / :attr:`index`
         name the record after the last batch handed out. A batch is a view of the block it was
         read in (a few batches long), which stays in memory as long as the batch does; pickled, a
-        batch carries only its records. An uncompressed file or other stream that can seek is read a
-        block ahead in a background thread (a pipe is not: closing the reader would wait for its
-        data). With
+        batch carries only its records. Records of 64 KiB or more in a file of known size are read
+        a batch at a time into a buffer of the batch's own, sized by their frames (one copy from
+        the file, none after); such buffers are reused once nothing refers to them. An
+        uncompressed file or other stream that can seek is read a block ahead in a background
+        thread (a pipe is not: closing the reader would wait for its data). With
         ``on_error="skip"`` a batch may hold records from both sides of skipped damage;
         ``batch.start_index`` is its first record's.
 
@@ -238,6 +240,7 @@ class RecordReader:
                 if records:
                     joined = RecordBatch.from_records(records)
                     return joined.buffer, joined.starts, joined.ends
+            self._blocks.wanted = count  # how much a span of large records is to hold
             try:
                 next(self._generator)  # publishes the next batch as self._batch
             except StopIteration:

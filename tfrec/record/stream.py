@@ -146,24 +146,39 @@ class RecordStream:
         try:
             return self._ahead.read(size)
         except (zlib.error, EOFError) as exc:
-            error: RecordError
-            if isinstance(exc, EOFError):
-                error = TruncatedRecordError(
-                    f"{exc}: the file is truncated", path=self.path, index=index, offset=offset
-                )
-            else:
-                hint = ""
-                if offset == 0 and looks_like(self._raw_head()) is None:
-                    hint = "; was it written without compression? (pass compression=None)"
-                error = RecordError(
-                    f"the {self.compression} stream is damaged: {exc}{hint}",
-                    path=self.path,
-                    index=index,
-                    offset=offset,
-                )
-            self._ahead = None
-            self._report(error)
+            self._damaged(exc, offset, index)
             return b""
+
+    def read_into(self, target: memoryview, offset: int, index: int) -> int:
+        """Fill ``target`` from the stream for the frame at ``offset`` with one copy; returns the
+        bytes read, fewer only at the end (or where a damaged stream is skipped, as :meth:`read`)."""
+        if self._ahead is None:
+            return 0
+        try:
+            return self._ahead.readinto(target)
+        except (zlib.error, EOFError) as exc:
+            self._damaged(exc, offset, index)
+            return 0
+
+    def _damaged(self, exc: zlib.error | EOFError, offset: int, index: int) -> None:
+        """Report a damaged compressed stream at the frame at ``offset``; reading ends there."""
+        error: RecordError
+        if isinstance(exc, EOFError):
+            error = TruncatedRecordError(
+                f"{exc}: the file is truncated", path=self.path, index=index, offset=offset
+            )
+        else:
+            hint = ""
+            if offset == 0 and looks_like(self._raw_head()) is None:
+                hint = "; was it written without compression? (pass compression=None)"
+            error = RecordError(
+                f"the {self.compression} stream is damaged: {exc}{hint}",
+                path=self.path,
+                index=index,
+                offset=offset,
+            )
+        self._ahead = None
+        self._report(error)
 
     def _raw_head(self) -> bytes:
         """The first bytes of the raw file, for hints (empty when not seekable)."""
