@@ -16,6 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import itertools
+import operator
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,14 +27,22 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from ..record.framing_batch import Frames, frame_records
 from . import wire
 from .codec import encode_entries, packed_head, varint
 
-__all__ = ["RAW", "Column", "encode_columns", "encode_examples", "varint_array"]
+__all__ = [
+    "RAW",
+    "Column",
+    "encode_columns",
+    "encode_examples",
+    "encode_frames",
+    "encode_records",
+    "varint_array",
+    "varint_lengths",
+]
 
 RAW = -1  # a column of whole map entries, already encoded, one ``bytes`` per record
-_FEW_LAYOUTS = 16
-_MIN_LAYOUT = 4  # fewer records than this in a layout: joined one by one (a template costs more)
 
 
 @dataclass(frozen=True)
@@ -64,81 +76,74 @@ def varint_array(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     unsigned = values.astype(np.int64, copy=False).view(np.uint64).ravel()
     if not unsigned.size or int(unsigned.max()) < 0x80:  # one byte each: the values themselves
         return unsigned.astype(np.uint8), np.ones(unsigned.size, np.int64)
-    lengths = np.ones(unsigned.size, np.int64)
-    for i in range(1, 10):
-        above = unsigned >= np.uint64(1 << (7 * i))
-        if not above.any():
-            break
-        lengths += above
-    ends = np.cumsum(lengths)
-    out = np.empty(int(ends[-1]), np.uint8)
-    starts = ends - lengths
+    lengths = varint_lengths(unsigned)
+    longest = int(lengths.max())
+    # Byte i of every value in column i (7 bits, and the high bit when more follow), then the
+    # bytes each value has, row by row. Column by column: numpy is slow across short rows.
+    has = np.empty((unsigned.size, longest), np.bool_)  # whether value v has byte i
+    for i in range(longest):
+        np.greater(lengths, i, out=has[:, i])
+    groups = np.empty((unsigned.size, longest), np.uint8)
     rest = unsigned
-    for i in range(int(lengths.max())):  # byte i of every varint that has one
-        present = lengths > i
-        byte = (rest & np.uint64(0x7F)).astype(np.uint8) | np.where(lengths > i + 1, 0x80, 0).astype(np.uint8)
-        out[(starts + i)[present]] = byte[present]
+    for i in range(longest):
+        groups[:, i] = rest & np.uint64(0x7F)
+        if i + 1 < longest:
+            groups[:, i] |= has[:, i + 1].view(np.uint8) << 7
         rest = rest >> np.uint64(7)
-    return out, lengths
+    return np.compress(has.ravel(), groups.ravel()), lengths
 
 
-@dataclass
-class _Encoded:
-    """A column encoded: its records' payloads back to back, each payload's length, the head of
-    each length (bytes before a payload of that length) and whether every length is the same."""
-
-    data: np.ndarray  # uint8
-    lengths: np.ndarray  # int64, one per record
-    heads: dict[int, bytes]
-    even: bool
-    _blob: bytes | None = None
-    _starts: np.ndarray | None = None
-
-    @property
-    def blob(self) -> bytes:
-        if self._blob is None:
-            self._blob = self.data.tobytes()
-        return self._blob
-
-    @property
-    def starts(self) -> np.ndarray:
-        if self._starts is None:
-            self._starts = np.cumsum(self.lengths) - self.lengths
-        return self._starts
+# One part of every record of a batch, in the order of the record's bytes: a constant (``bytes``, the
+# same in every record), a block (a uint8 array of one row per record, all rows of one width), or
+# pieces (one ``bytes`` per record, of the lengths given).
+_Part = bytes | np.ndarray | tuple[Sequence[bytes], np.ndarray]
 
 
-def _encode_column(column: Column, count: int) -> _Encoded:
+def _column_parts(column: Column, count: int) -> list[_Part]:
+    """The parts of ``column``: each record's map entry head, then its values."""
     kind, values = column.kind, column.values
     if kind in (wire.BYTES, RAW):
         if len(values) != count:
             raise ValueError(f"column {column.key!r} has {len(values)} values for {count} records")
-        data = np.frombuffer(b"".join(values), np.uint8)
         lengths = np.fromiter(map(len, values), np.int64, count)
-        blob: bytes | None = None
-    elif kind == wire.FLOAT:
-        array = np.ascontiguousarray(values, "<f4").reshape(count, -1)
-        data = array.view(np.uint8).reshape(-1)
-        lengths = np.full(count, array.shape[1] * 4, np.int64)
-        blob = None
-    elif kind == wire.INT64:
+        values = values if isinstance(values, list) else list(values)
+        if kind == RAW:
+            return [(values, lengths)]
+        return [*_heads(column.key, kind, lengths), (values, lengths)]
+    if kind == wire.FLOAT:
+        block = np.ascontiguousarray(values, "<f4").reshape(count, -1).view(np.uint8)
+        return [packed_head(column.key, kind, block.shape[1]), block]
+    if kind == wire.INT64:
         array = np.asarray(values).reshape(count, -1)
         data, each = varint_array(array)
         width = array.shape[1]
         lengths = each.reshape(count, width).sum(1) if width else np.zeros(count, np.int64)
-        blob = None
-    else:
-        raise ValueError(f"column {column.key!r}: no batched encoding for kind {kind}")
-    even = bool(count == 0 or (lengths == lengths[0]).all())
-    unique = [int(lengths[0])] if even and count else np.unique(lengths).tolist()
-    if kind == RAW:
-        heads = dict.fromkeys(unique, b"")
-    else:
-        heads = {size: packed_head(column.key, kind, size) for size in unique}
-    return _Encoded(data, lengths, heads, even, blob)
+        if not count or (lengths == lengths[0]).all():  # every record's varints take the same bytes
+            size = int(lengths[0]) if count else 0
+            return [packed_head(column.key, kind, size), data.reshape(count, size)]
+        ends = np.cumsum(lengths).tolist()
+        blob = data.tobytes()
+        pieces = [blob[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+        return [*_heads(column.key, kind, lengths), (pieces, lengths)]
+    raise ValueError(f"column {column.key!r}: no batched encoding for kind {kind}")
+
+
+def _heads(key: bytes, kind: int, sizes: np.ndarray) -> list[_Part]:
+    """The map entry heads before values of ``sizes`` bytes: one constant, or one piece per record."""
+    if not sizes.size or (sizes == sizes[0]).all():
+        return [packed_head(key, kind, int(sizes[0]) if sizes.size else 0)]
+    unique, inverse = np.unique(sizes, return_inverse=True)
+    table = [packed_head(key, kind, size) for size in unique.tolist()]
+    heads = operator.itemgetter(*inverse.tolist())(table)
+    return [(heads, np.array([len(head) for head in table], np.int64)[inverse])]
 
 
 def encode_columns(columns: Sequence[Column], count: int) -> list[bytes]:
     """The Example bytes of each of ``count`` records whose features are ``columns``, in order.
+
+    Every column is encoded at once (varints vectorised, whatever their lengths), then each record
+    is joined from its parts: runs of parts of one width in every record are filled in as rows of
+    one array, the rest (bytes values, varints of varying lengths) are taken as they are.
 
     Raises:
         ValueError: a column does not hold ``count`` records (a caller's bug: values are checked
@@ -148,80 +153,152 @@ def encode_columns(columns: Sequence[Column], count: int) -> list[bytes]:
         >>> encode_columns([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2)[1] == encode_example({"t": b"bc"})
         True
     """
+    return encode_records(columns, count)[0]
+
+
+def encode_records(columns: Sequence[Column], count: int) -> tuple[list[bytes], np.ndarray]:
+    """:func:`encode_columns`, and the length of each record (int64), for framing them together.
+
+    Example:
+        >>> records, lengths = encode_records([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2)
+        >>> lengths.tolist() == [len(r) for r in records]
+        True
+    """
     if not count:
-        return []
-    encoded = [_encode_column(column, count) for column in columns]
-    if all(e.even for e in encoded):
-        return _fill(encoded, None, count)
-    layouts, inverse = _layouts([e.lengths for e in encoded if not e.even])
-    records: list[bytes] = [b""] * count
-    if layouts <= _FEW_LAYOUTS:  # a pass per layout beats a sort
-        groups = [np.flatnonzero(inverse == group) for group in range(layouts)]
+        return [], np.zeros(0, np.int64)
+    parts, lengths = _record_parts(columns, count)
+    return _join(parts, count), lengths
+
+
+def encode_frames(columns: Sequence[Column], count: int) -> Frames:
+    """The TFRecord frames of the records :func:`encode_columns` makes, in one buffer to write.
+
+    Example:
+        >>> frames = encode_frames([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2)
+        >>> frames[1] == encode_example({"t": b"bc"})
+        True
+    """
+    if not count:
+        return Frames(b"", np.zeros(0, np.int64))
+    parts, lengths = _record_parts(columns, count)
+    return frame_records(_join(parts, count), lengths)
+
+
+def _record_parts(columns: Sequence[Column], count: int) -> tuple[list[_Part], np.ndarray]:
+    """The parts of every record, the record's own head first, and the length of each record."""
+    parts: list[_Part] = []
+    for column in columns:
+        parts += _column_parts(column, count)
+    body = np.zeros(count, np.int64)
+    for part in parts:
+        body += _part_lengths(part)
+    heads = 1 + varint_lengths(body)
+    return _merged([_outer_heads(body, heads), *parts], count), body + heads
+
+
+def _part_lengths(part: _Part) -> np.ndarray | int:
+    if isinstance(part, bytes):
+        return len(part)
+    if isinstance(part, np.ndarray):
+        return part.shape[1]
+    return part[1]
+
+
+def _outer_heads(body: np.ndarray, lengths: np.ndarray) -> _Part:
+    """Each record's own head (of ``lengths`` bytes): the tag of its ``features`` field and the
+    length of its entries, ``body``."""
+    if (body == body[0]).all():
+        return _FIELD_1 + varint(int(body[0]))
+    if int(body.max()) < len(_OUTER):
+        heads = list(map(_OUTER.__getitem__, body.tolist()))
     else:
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.searchsorted(inverse[order], np.arange(layouts + 1))
-        groups = [order[bounds[group] : bounds[group + 1]] for group in range(layouts)]
-    for rows in groups:
-        if len(rows) < _MIN_LAYOUT:
-            for row in rows.tolist():
-                records[row] = _join_one(encoded, row)
-        else:
-            for row, record in zip(rows.tolist(), _fill(encoded, rows, len(rows)), strict=True):
-                records[row] = record
-    return records
+        heads = [_FIELD_1 + varint(size) for size in body.tolist()]
+    return (heads, lengths)
 
 
-def _layouts(lengths: list[np.ndarray]) -> tuple[int, np.ndarray]:
-    """``(number of layouts, each record's layout)``: records of a layout have the same sizes."""
-    key = np.zeros(len(lengths[0]), np.int64)
-    span = 1
-    for sizes in lengths:  # one int per record: its sizes in mixed radix, while that fits int64
-        top = int(sizes.max()) + 1
-        span *= top
-        if span >= 1 << 62:
-            _, inverse = np.unique(np.stack(lengths, 1), axis=0, return_inverse=True)
-            return int(inverse.max()) + 1, inverse.reshape(-1)
-        key = key * top + sizes
-    values, inverse = np.unique(key, return_inverse=True)
-    return len(values), inverse.reshape(-1)
+_FIELD_1 = bytes((wire.FIELD_1,))
+_OUTER = [_FIELD_1 + varint(size) for size in range(1 << 14)]  # heads of records below 16 KiB
 
 
-def _join_one(encoded: list[_Encoded], row: int) -> bytes:
-    """One record's bytes, joined from its heads and payload slices."""
-    parts: list[bytes] = []
-    for e in encoded:
-        size = int(e.lengths[row])
-        start = int(e.starts[row])
-        parts += (e.heads[size], e.blob[start : start + size])
-    body = b"".join(parts)
-    return bytes((wire.FIELD_1,)) + varint(len(body)) + body
+def _merged(parts: list[_Part], count: int) -> list[_Part]:
+    """``parts`` with each run of constants and blocks made one part: one array of rows, or one
+    constant when the run holds no block."""
+    out: list[_Part] = []
+    run: list[bytes | np.ndarray] = []
+    for part in [*parts, None]:
+        if isinstance(part, (bytes, np.ndarray)):
+            if not (isinstance(part, bytes) and not part) and not (
+                isinstance(part, np.ndarray) and not part.shape[1]
+            ):
+                run.append(part)
+            continue
+        if run:
+            out.append(_fill(run, count))
+            run = []
+        if part is not None:
+            out.append(part)
+    return out
 
 
-def _fill(encoded: list[_Encoded], rows: np.ndarray | None, count: int) -> list[bytes]:
-    """The records ``rows`` (all, when None), which share one layout: rows of one array."""
-    first = 0 if rows is None else int(rows[0])
-    heads = [e.heads[int(e.lengths[first])] for e in encoded]
-    sizes = [int(e.lengths[first]) for e in encoded]
-    body = sum(sizes) + sum(map(len, heads))
-    outer = bytes((wire.FIELD_1,)) + varint(body)
-    width = len(outer) + body
+def _fill(run: list[bytes | np.ndarray], count: int) -> bytes | np.ndarray:
+    """One part from a run of constants and blocks: their bytes side by side in every row."""
+    if all(isinstance(part, bytes) for part in run):
+        return b"".join(run)  # type: ignore[arg-type]
+    if len(run) == 1:
+        return run[0]
+    width = sum(len(part) if isinstance(part, bytes) else part.shape[1] for part in run)
     out = np.empty((count, width), np.uint8)
-    out[:, : len(outer)] = np.frombuffer(outer, np.uint8)
-    at = len(outer)
-    for e, head, size in zip(encoded, heads, sizes, strict=True):
-        if head:
-            out[:, at : at + len(head)] = np.frombuffer(head, np.uint8)
-            at += len(head)
-        if size:
-            if e.even:
-                payload = e.data.reshape(-1, size)
-                out[:, at : at + size] = payload if rows is None else payload[rows]
-            else:  # this layout's records have one size here, the column's others not
-                assert rows is not None
-                out[:, at : at + size] = e.data[e.starts[rows][:, None] + np.arange(size)]
-            at += size
-    blob = out.tobytes()
-    return [blob[i : i + width] for i in range(0, count * width, width)]
+    at = 0
+    for part in run:
+        if isinstance(part, bytes):
+            out[:, at : at + len(part)] = np.frombuffer(part, np.uint8)
+            at += len(part)
+        else:
+            out[:, at : at + part.shape[1]] = part
+            at += part.shape[1]
+    return out
+
+
+def _join(parts: list[_Part], count: int) -> list[bytes]:
+    """Each record's bytes: its piece of every part, joined."""
+    columns: list[Any] = []
+    for part in parts:
+        if isinstance(part, bytes):
+            columns.append(itertools.repeat(part, count))
+        elif isinstance(part, np.ndarray):
+            columns.append(_rows(part))
+        else:
+            columns.append(part[0])
+    if len(columns) == 1:
+        return list(itertools.islice(columns[0], count))
+    return list(map(b"".join, zip(*columns, strict=False)))  # constants repeat without end
+
+
+def _rows(block: np.ndarray) -> tuple[bytes, ...]:
+    """The rows of a uint8 block, one ``bytes`` each."""
+    count, width = block.shape
+    return _row_format(width, count).unpack(block.tobytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _row_format(width: int, count: int) -> struct.Struct:
+    return struct.Struct(f"{width}s" * count)
+
+
+def varint_lengths(values: np.ndarray) -> np.ndarray:
+    """The byte length of the varint of each of ``values`` (uint64, or non-negative int64).
+
+    Example:
+        >>> varint_lengths(np.array([0, 127, 128, 2**63], np.uint64)).tolist()
+        [1, 1, 2, 10]
+    """
+    lengths = np.ones(values.shape, np.int64)
+    top = int(values.max()) if values.size else 0
+    for i in range(1, 10):
+        if top < 1 << (7 * i):
+            break
+        lengths += values >= np.uint64(1 << (7 * i)) if values.dtype == np.uint64 else values >= 1 << (7 * i)
+    return lengths
 
 
 def encode_examples(columns: Mapping[str, Any]) -> list[bytes]:
