@@ -13,7 +13,7 @@ from hypothesis.extra import numpy as hnp
 import tfrec
 from tfrec.example import wire
 from tfrec.example.batch_encode import RAW, Column, encode_columns, encode_examples, varint_array
-from tfrec.example.codec import append_entry, encode_entries, join_entries
+from tfrec.example.codec import append_entry, encode_entries, encode_varints, join_entries
 
 SETTINGS = settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -142,3 +142,17 @@ def test_varint_array_edges() -> None:
 def test_encode_examples_errors(columns: dict[str, Any], error: type[Exception]) -> None:
     with pytest.raises(error):
         encode_examples(columns)
+
+
+@SETTINGS
+@given(
+    values=hnp.arrays(
+        np.int64,
+        st.integers(0, 50),
+        elements=st.one_of(st.integers(0, 2**56), st.integers(-(2**63), 2**63 - 1), st.integers(0, 300)),
+    )
+)
+def test_varint_array_is_the_codecs_varints(values: np.ndarray) -> None:
+    data, lengths = varint_array(values)
+    assert data.tobytes() == encode_varints(values)
+    assert lengths.sum() == len(data)

@@ -78,6 +78,16 @@ def varint_array(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return unsigned.astype(np.uint8), np.ones(unsigned.size, np.int64)
     lengths = varint_lengths(unsigned)
     longest = int(lengths.max())
+    if longest <= 8:  # each varint in one little-endian word: 7 bits a byte, then the high bits
+        word_type = np.dtype("<u4") if longest <= 4 else np.dtype("<u8")
+        narrow = unsigned.astype(word_type)
+        words = narrow & word_type.type(0x7F)
+        for i in range(1, longest):
+            words |= (narrow >> word_type.type(7 * i) & word_type.type(0x7F)) << word_type.type(8 * i)
+        words |= _CONTINUED[lengths].astype(word_type, copy=False)
+        rows = words.view(np.uint8)
+        keep = _KEPT[lengths].astype(word_type, copy=False).view(np.bool_)  # a byte of 1 for each kept
+        return np.compress(keep, rows), lengths
     # Byte i of every value in column i (7 bits, and the high bit when more follow), then the
     # bytes each value has, row by row. Column by column: numpy is slow across short rows.
     has = np.empty((unsigned.size, longest), np.bool_)  # whether value v has byte i
@@ -91,6 +101,12 @@ def varint_array(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             groups[:, i] |= has[:, i + 1].view(np.uint8) << 7
         rest = rest >> np.uint64(7)
     return np.compress(has.ravel(), groups.ravel()), lengths
+
+
+# By a varint's length (up to 8), in a little-endian word: the high bit of each of its bytes but the
+# last; a byte of 1 for each of its bytes.
+_CONTINUED = np.array([sum(0x80 << (8 * i) for i in range(n - 1)) for n in range(9)], np.uint64)
+_KEPT = np.array([sum(1 << (8 * i) for i in range(n)) for n in range(9)], np.uint64)
 
 
 # One part of every record of a batch, in the order of the record's bytes: a constant (``bytes``, the
