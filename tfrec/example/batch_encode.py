@@ -38,6 +38,7 @@ __all__ = [
     "encode_examples",
     "encode_frames",
     "encode_records",
+    "split",
     "varint_array",
     "varint_lengths",
 ]
@@ -137,10 +138,7 @@ def _column_parts(column: Column, count: int) -> list[_Part]:
         if not count or (lengths == lengths[0]).all():  # every record's varints take the same bytes
             size = int(lengths[0]) if count else 0
             return [packed_head(column.key, kind, size), data.reshape(count, size)]
-        ends = np.cumsum(lengths).tolist()
-        blob = data.tobytes()
-        pieces = [blob[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
-        return [*_heads(column.key, kind, lengths), (pieces, lengths)]
+        return [*_heads(column.key, kind, lengths), (split(data.tobytes(), lengths), lengths)]
     raise ValueError(f"column {column.key!r}: no batched encoding for kind {kind}")
 
 
@@ -148,10 +146,27 @@ def _heads(key: bytes, kind: int, sizes: np.ndarray) -> list[_Part]:
     """The map entry heads before values of ``sizes`` bytes: one constant, or one piece per record."""
     if not sizes.size or (sizes == sizes[0]).all():
         return [packed_head(key, kind, int(sizes[0]) if sizes.size else 0)]
-    unique, inverse = np.unique(sizes, return_inverse=True)
-    table = [packed_head(key, kind, size) for size in unique.tolist()]
-    heads = operator.itemgetter(*inverse.tolist())(table)
-    return [(heads, np.array([len(head) for head in table], np.int64)[inverse])]
+    low = int(sizes.min())
+    found = np.bincount(sizes - low).tolist()  # a table by size, without sorting the sizes
+    table = [packed_head(key, kind, low + size) if n else b"" for size, n in enumerate(found)]
+    heads = operator.itemgetter(*(sizes - low).tolist())(table)  # sizes differ: more than one record
+    return [(heads, np.array(list(map(len, table)), np.int64)[sizes - low])]
+
+
+def split(data: bytes, lengths: np.ndarray) -> tuple[bytes, ...]:
+    """``data`` cut into pieces of ``lengths`` (int64, summing to its length), in one C call.
+
+    Example:
+        >>> split(b"abcdef", np.array([1, 0, 5]))
+        (b'a', b'', b'bcdef')
+    """
+    sizes = lengths.tolist()
+    if max(sizes, default=0) < len(_FORMATS):
+        return struct.unpack("".join(map(_FORMATS.__getitem__, sizes)), data)
+    return struct.unpack("".join([f"{size}s" for size in sizes]), data)
+
+
+_FORMATS = [f"{size}s" for size in range(256)]
 
 
 def encode_columns(columns: Sequence[Column], count: int) -> list[bytes]:
@@ -226,7 +241,7 @@ def _outer_heads(body: np.ndarray, lengths: np.ndarray) -> _Part:
     if (body == body[0]).all():
         return _FIELD_1 + varint(int(body[0]))
     if int(body.max()) < len(_OUTER):
-        heads = list(map(_OUTER.__getitem__, body.tolist()))
+        heads = operator.itemgetter(*body.tolist())(_OUTER)  # bodies differ: more than one record
     else:
         heads = [_FIELD_1 + varint(size) for size in body.tolist()]
     return (heads, lengths)
