@@ -402,13 +402,19 @@ def _tensor_column(tensor: Tensor, key: bytes, exact_floats: bool) -> Callable[[
     return column
 
 
-_dtype_of, _shape_of = operator.attrgetter("dtype"), operator.attrgetter("shape")
+_dtype_of, _shape_of, _ndim_of = (operator.attrgetter(name) for name in ("dtype", "shape", "ndim"))
 
 
 def _stacked(values: list[np.ndarray], dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray | None:
     """Arrays all of ``dtype`` and ``shape`` as the rows of one array (one row per array, flat);
     None when one is not."""
-    if set(map(_dtype_of, values)) != {dtype} or set(map(_shape_of, values)) != {shape}:
+    one = len(set(map(id, map(_dtype_of, values)))) == 1  # one dtype object, usually: no hashing
+    if not (one and values[0].dtype == dtype) and set(map(_dtype_of, values)) != {dtype}:
+        return None
+    if len(shape) == 1:  # 1-D arrays of that length (cheaper to check than shapes, made on each access)
+        if set(map(_ndim_of, values)) != {1} or set(map(len, values)) != {shape[0]}:
+            return None
+    elif set(map(_shape_of, values)) != {shape}:
         return None
     try:
         joined = b"".join(values)  # their bytes, in C order: one copy, no call per array
