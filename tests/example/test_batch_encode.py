@@ -156,3 +156,42 @@ def test_varint_array_is_the_codecs_varints(values: np.ndarray) -> None:
     data, lengths = varint_array(values)
     assert data.tobytes() == encode_varints(values)
     assert lengths.sum() == len(data)
+
+
+SCALARS = st.one_of(
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(width=32),
+    st.booleans(),
+    st.text(max_size=4),
+    st.binary(max_size=4),
+)
+
+
+@SETTINGS
+@given(
+    data=st.data(),
+    rows=st.integers(0, 30),
+    keys=st.lists(st.text(min_size=1, max_size=4), max_size=4, unique=True),
+    python=st.booleans(),
+)
+def test_samples_encode_as_each_alone(data: st.DataObject, rows: int, keys: list[str], python: bool) -> None:
+    if python:  # Python values: one type per key, or mixed
+        kinds = {
+            key: data.draw(st.sampled_from([SCALARS, st.integers(0, 2**20), st.floats(width=32)]))
+            for key in keys
+        }
+        samples = [{key: data.draw(kinds[key], label=key) for key in keys} for _ in range(rows)]
+    else:  # rows of numpy columns: numpy scalars and arrays, bytes, str, lists
+        columns = {key: data.draw(any_column(rows), label=key) for key in keys}
+        samples = [{key: values[row] for key, values in columns.items()} for row in range(rows)]
+    if samples and data.draw(st.booleans(), label="reorder one"):
+        samples[-1] = dict(reversed(samples[-1].items()))
+    expected = []
+    for sample in samples:
+        try:
+            expected.append(tfrec.encode_example(sample))
+        except tfrec.EncodeError:
+            with pytest.raises(tfrec.EncodeError):
+                encode_examples(samples)
+            return
+    assert encode_examples(samples) == expected

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..record.framing_batch import Frames, frame_records
 from . import wire
-from .codec import encode_entries, packed_head, varint
+from .codec import encode_entries, encode_example, packed_head, varint
 
 __all__ = [
     "RAW",
@@ -81,10 +81,12 @@ def varint_array(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     longest = int(lengths.max())
     if longest <= 8:  # each varint in one little-endian word: 7 bits a byte, then the high bits
         word_type = np.dtype("<u4") if longest <= 4 else np.dtype("<u8")
+        word = word_type.type
         narrow = unsigned.astype(word_type)
-        words = narrow & word_type.type(0x7F)
+        low = word(0x7F)
+        words = np.bitwise_and(narrow, low)
         for i in range(1, longest):
-            words |= (narrow >> word_type.type(7 * i) & word_type.type(0x7F)) << word_type.type(8 * i)
+            words |= np.left_shift(np.bitwise_and(np.right_shift(narrow, word(7 * i)), low), word(8 * i))
         words |= _CONTINUED[lengths].astype(word_type, copy=False)
         rows = words.view(np.uint8)
         keep = _KEPT[lengths].astype(word_type, copy=False).view(np.bool_)  # a byte of 1 for each kept
@@ -332,13 +334,16 @@ def varint_lengths(values: np.ndarray) -> np.ndarray:
     return lengths
 
 
-def encode_examples(columns: Mapping[str, Any]) -> list[bytes]:
+def encode_examples(columns: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> list[bytes]:
     """The Example bytes of each row of ``columns`` (feature key -> one value per row), as
-    :func:`~tfrec.example.codec.encode_example` encodes each row.
+    :func:`~tfrec.example.codec.encode_example` encodes each row; or of each mapping of a sequence
+    of them (samples, as ``encode_example`` takes them), encoded together.
 
     A numpy column of ints, bools or floats is encoded in one go, its rows flattened row-major
     (floats rounded to float32; a finite float beyond float32's range raises, as encode_example
     does); a list of bytes too. Any other column (text, lists, object arrays) is encoded row by row.
+    Samples of the same keys in the same order are made columns first: Python ints, floats, bools,
+    str and bytes, numpy scalars, and arrays of one dtype and shape are encoded as such columns.
 
     Raises:
         EncodeError: a value cannot be stored, as for ``encode_example``.
@@ -348,7 +353,11 @@ def encode_examples(columns: Mapping[str, Any]) -> list[bytes]:
         >>> records = tfrec.example.encode_examples({"id": np.arange(3), "emb": np.ones((3, 4), np.float32)})
         >>> records[1] == tfrec.encode_example({"id": 1, "emb": np.ones(4, np.float32)})
         True
+        >>> tfrec.example.encode_examples([{"id": 1}, {"id": 2}])[1] == tfrec.encode_example({"id": 2})
+        True
     """
+    if not isinstance(columns, Mapping):
+        return _encode_samples(columns)
     counts = {key: len(values) for key, values in columns.items()}
     if len(set(counts.values())) > 1:
         raise InvalidArgumentError(f"encode_examples: columns differ in length: {counts}")
@@ -360,6 +369,45 @@ def encode_examples(columns: Mapping[str, Any]) -> list[bytes]:
             column = Column(b"", RAW, [_entry(key, value) for value in values])
         batch.append(column)
     return encode_columns(batch, count)
+
+
+def _encode_samples(samples: Sequence[Mapping[str, Any]]) -> list[bytes]:
+    """Samples of the same keys, in the same order, as columns; any others one by one."""
+    rows = list(samples)
+    if not rows:
+        return []
+    keys = tuple(rows[0]) if type(rows[0]) is dict else None
+    if not keys or set(map(type, rows)) != {dict} or set(map(tuple, rows)) != {keys}:
+        return [encode_example(row) for row in rows]  # each with its own keys (and errors)
+    return encode_examples({key: _as_column(list(map(operator.itemgetter(key), rows))) for key in keys})
+
+
+def _as_column(values: list[Any]) -> Any:
+    """One key's values of every sample as a column :func:`_numeric_column` takes, when they are all
+    of one type it can take at once; else the values as they are (encoded one by one)."""
+    types = set(map(type, values))
+    if len(types) != 1:
+        return values
+    (kind,) = types
+    if kind is int:
+        try:
+            return np.array(values, np.int64)
+        except OverflowError:
+            return values  # the row path words the error
+    if kind in (bool, float) or (issubclass(kind, np.generic) and np.dtype(kind).kind in "biuf"):
+        return np.array(values)
+    if kind is str:
+        try:
+            return list(map(str.encode, values))  # UTF-8
+        except UnicodeEncodeError:
+            return values
+    if kind is np.ndarray:
+        first = values[0]
+        if first.dtype.kind in "biuf" and all(
+            v.dtype == first.dtype and v.shape == first.shape for v in values
+        ):
+            return np.stack(values)
+    return values
 
 
 def _numeric_column(key: str, values: Any) -> Column | None:

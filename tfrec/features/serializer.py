@@ -25,7 +25,7 @@ from __future__ import annotations
 import operator
 import struct
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -405,7 +405,7 @@ def _tensor_column(tensor: Tensor, key: bytes, exact_floats: bool) -> Callable[[
 _dtype_of, _shape_of, _ndim_of = (operator.attrgetter(name) for name in ("dtype", "shape", "ndim"))
 
 
-def _stacked(values: list[np.ndarray], dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray | None:
+def _stacked(values: list[np.ndarray], dtype: np.dtype, shape: tuple[int | None, ...]) -> np.ndarray | None:
     """Arrays all of ``dtype`` and ``shape`` as the rows of one array (one row per array, flat);
     None when one is not."""
     one = len(set(map(id, map(_dtype_of, values)))) == 1  # one dtype object, usually: no hashing
@@ -417,7 +417,7 @@ def _stacked(values: list[np.ndarray], dtype: np.dtype, shape: tuple[int, ...]) 
     elif set(map(_shape_of, values)) != {shape}:
         return None
     try:
-        joined = b"".join(values)  # their bytes, in C order: one copy, no call per array
+        joined = b"".join(cast(list[bytes], values))  # their bytes, in C order: one copy, no call per array
     except (BufferError, TypeError):  # not C-contiguous
         return np.stack(values).reshape(len(values), -1)
     return np.frombuffer(joined, dtype).reshape(len(values), -1)
