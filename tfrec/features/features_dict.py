@@ -245,7 +245,7 @@ class FeaturesDict(FeatureConnector):
         """
         if sequence_example:
             return [self.serialize_example(example, sequence_example=True) for example in examples]
-        return self._with_exact_floats(self._batch_encoder, examples)
+        return _encoded(self._batch_encoder, examples, self.exact_floats)
 
     def serialize_frames(
         self, examples: Iterable[Mapping[str, Any]], *, sequence_example: bool = False
@@ -262,17 +262,7 @@ class FeaturesDict(FeatureConnector):
         """
         if sequence_example:
             return frame_records(self.serialize_batch(examples, sequence_example=True))
-        return self._with_exact_floats(self._frame_encoder, examples)
-
-    def _with_exact_floats(self, encode: Callable[[Iterable[Any]], Any], examples: Iterable[Any]) -> Any:
-        """``encode(examples)``, with :data:`EXACT_FLOATS` set when this FeaturesDict wants them."""
-        if not self.exact_floats:
-            return encode(examples)
-        token = EXACT_FLOATS.set(True)  # read by the Tensors' reference path (to_array)
-        try:
-            return encode(examples)
-        finally:
-            EXACT_FLOATS.reset(token)
+        return _encoded(self._frame_encoder, examples, self.exact_floats)
 
     @functools.cached_property
     def _frame_encoder(self) -> Callable[[Iterable[Any]], Frames]:
@@ -422,6 +412,17 @@ class FeaturesDict(FeatureConnector):
                     names = [line.rstrip("\n") for line in file if line.rstrip("\n")]
                 label.__init__(names=names, doc=label.doc, value_range=label.value_range)  # type: ignore[misc]
         return features
+
+
+def _encoded(encode: Callable[[Iterable[Any]], Any], examples: Iterable[Any], exact_floats: bool) -> Any:
+    """``encode(examples)``, with :data:`EXACT_FLOATS` set for ``exact_floats``."""
+    if not exact_floats:
+        return encode(examples)
+    token = EXACT_FLOATS.set(True)  # read by the Tensors' reference path (to_array)
+    try:
+        return encode(examples)
+    finally:
+        EXACT_FLOATS.reset(token)
 
 
 def _class_labels(feature: FeatureConnector, name: str) -> list[tuple[str, ClassLabel]]:

@@ -330,10 +330,7 @@ class ShardedWriter:
     def _append(self, shard: _Shard, records: Sequence[bytes]) -> None:
         if not records:
             return
-        if isinstance(records, Frames):  # framed together by the features' batch encoder
-            shard.writer.write_frames(records)
-        else:
-            shard.writer.write_many(records)
+        _write(shard.writer, records)
         lengths = _lengths(records)
         shard.records += len(records)
         data_bytes = int(lengths.sum())
@@ -481,6 +478,13 @@ class ShardedWriter:
         )
         state = "closed" if self._closed else "open"
         return f"ShardedWriter({self._prefix!r}, {mode}, {self._written} records, {state})"
+
+
+def _write(writer: RecordWriter, records: Sequence[bytes]) -> None:
+    if isinstance(records, Frames):  # framed together by the features' batch encoder
+        writer.write_frames(records)
+    else:
+        writer.write_many(records)
 
 
 def _lengths(records: Sequence[bytes]) -> np.ndarray:
