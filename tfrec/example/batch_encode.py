@@ -1,11 +1,13 @@
 """Batched, columnar Example encoding (example layer): columns in, the bytes of every record out.
 
 A column holds one feature of every record of a batch. Its values are encoded for the whole
-column at once in numpy (float32s as one cast, varints vectorised over every value), then the
-records are assembled. Records whose fields all have the same byte sizes share a layout: their
-bytes are rows of one ``(records, length)`` array filled column by column from a template of
-heads (key, tags and lengths, the same for every record of the layout). A record whose layout
-no other record shares is joined on its own. The bytes are those of
+column at once in numpy (float32s as one cast, varints vectorised over every value whatever their
+lengths), as parts of every record: a constant (a map entry head that every record shares), a
+block (values of one width in every record: rows of one array, beside the constants around them),
+or one piece per record (bytes values, varints and heads whose lengths differ, cut from one buffer
+by one ``struct`` call). Each record is then joined from its parts, and the records of a batch can
+be framed together for a writer (:func:`encode_frames`). There are no per-layout templates: the
+work per batch does not grow with the number of distinct field sizes. The bytes are those of
 :func:`~tfrec.example.codec.encode_typed_example` record by record (a property test compares them).
 
 Example:
