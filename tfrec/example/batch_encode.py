@@ -5,8 +5,8 @@ column at once in numpy (float32s as one cast, varints vectorised over every val
 lengths), as parts of every record: a constant (a map entry head that every record shares), a
 block (values of one width in every record: rows of one array, beside the constants around them),
 or one piece per record (bytes values, varints and heads whose lengths differ, cut from one buffer
-by one ``struct`` call). Each record is then joined from its parts, and the records of a batch can
-be framed together for a writer (:func:`encode_frames`). There are no per-layout templates: the
+by one ``struct`` call). Each record is then joined from its parts, and :func:`encode_records`
+gives their lengths too, for framing them together. There are no per-layout templates: the
 work per batch does not grow with the number of distinct field sizes. The bytes are those of
 :func:`~tfrec.example.codec.encode_typed_example` record by record (a property test compares them).
 
@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..record.framing_batch import Frames, frame_records
 from . import wire
 from .codec import encode_entries, encode_example, packed_head, varint
 
@@ -38,7 +37,6 @@ __all__ = [
     "Column",
     "encode_columns",
     "encode_examples",
-    "encode_frames",
     "encode_records",
     "split",
     "varint_array",
@@ -203,20 +201,6 @@ def encode_records(columns: Sequence[Column], count: int) -> tuple[list[bytes], 
         return [], np.zeros(0, np.int64)
     parts, lengths = _record_parts(columns, count)
     return _join(parts, count), lengths
-
-
-def encode_frames(columns: Sequence[Column], count: int) -> Frames:
-    """The TFRecord frames of the records :func:`encode_columns` makes, in one buffer to write.
-
-    Example:
-        >>> frames = encode_frames([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2)
-        >>> frames[1] == encode_example({"t": b"bc"})
-        True
-    """
-    if not count:
-        return Frames(b"", np.zeros(0, np.int64))
-    parts, lengths = _record_parts(columns, count)
-    return frame_records(_join(parts, count), lengths)
 
 
 def _record_parts(columns: Sequence[Column], count: int) -> tuple[list[_Part], np.ndarray]:

@@ -30,9 +30,9 @@ from typing import Any, cast
 import numpy as np
 
 from ..example import wire
-from ..example.batch_encode import RAW, Column, encode_columns, encode_frames
+from ..example.batch_encode import RAW, Column, encode_columns, encode_records
 from ..example.codec import PackedHeads, append_entry, encode_varints, join_entries, varint
-from ..record.framing_batch import Frames
+from ..record.framing_batch import Frames, frame_records
 from .base import FeatureConnector, check_keys
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
@@ -297,7 +297,7 @@ def compile_frame_encoder(
 
     def serialize_frames(values: Iterable[Any]) -> Frames:
         rows = values if isinstance(values, list) else list(values)
-        return encode_frames(columnize(rows), len(rows))
+        return frame_records(*encode_records(columnize(rows), len(rows)))
 
     return serialize_frames
 
