@@ -14,6 +14,7 @@ Rows (records/s, uncompressed files on tmpfs):
   floor: the same records, already encoded, written with RecordWriter.write_many;
   tfrec.write_dataset(samples, prefix, FeaturesDict, num_shards=1);
   tfrec.encode_example(sample) (no schema) + RecordWriter.write, one record at a time;
+  tfrec.example.encode_examples(samples) (no schema) on batches of 1024 samples + RecordWriter.write_many;
   TF: tf.train.Example(...).SerializeToString() + tf.io.TFRecordWriter.write (skipped without TF);
   the `tfrecord` package's TFRecordWriter.write(datum), in a subprocess (it cannot share a process with TF).
 And: tfrec.example.encode_examples from numpy columns (an int, a float, 32 floats per row), rows/s;
@@ -127,7 +128,22 @@ def tfrec_rows(name: str, samples: list[dict[str, Any]], directory: str, repeat:
         "floor": count / best_time(floor, count, repeat),
         "write_dataset": count / best_time(dataset, count, repeat),
         "encode_example": count / best_time(encode, count, repeat),
+        **schemaless_batch_rows(samples, path, repeat),
     }
+
+
+def schemaless_batch_rows(samples: list[dict[str, Any]], path: str, repeat: int) -> dict[str, float]:
+    """tfrec.example.encode_examples on batches of 1024 samples (no schema) + RecordWriter.write_many."""
+    count = len(samples)
+
+    def encode_batches() -> int:
+        with tfrec.RecordWriter(path) as writer:
+            for start in range(0, count, 1024):
+                writer.write_many(tfrec.example.encode_examples(samples[start : start + 1024]))
+        return count
+
+    assert tfrec.example.encode_examples(samples[:100]) == [tfrec.encode_example(s) for s in samples[:100]]
+    return {"encode_examples": count / best_time(encode_batches, count, repeat)}
 
 
 def column_rate(repeat: int, quick: bool) -> float:
@@ -284,6 +300,7 @@ def _table(rates: dict[str, float], tf_rate: float | None, peer_rate: float | No
         ("floor: RecordWriter.write_many (encoded)", rates["floor"]),
         ("write_dataset + FeaturesDict (target 15x TF, 50% floor)", rates["write_dataset"]),
         ("encode_example + RecordWriter (target 5x/3x TF)", rates["encode_example"]),
+        ("encode_examples, batches of 1024 samples (no schema)", rates.get("encode_examples")),
         ("TF: tf.train.Example + TFRecordWriter", tf_rate),
         ("tfrecord package: TFRecordWriter.write", peer_rate),
     ]

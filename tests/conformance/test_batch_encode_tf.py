@@ -84,3 +84,32 @@ def test_serialize_batch_encodes_as_tensorflow() -> None:
         assert record == tf_example(sample)
     parsed = tf.io.parse_example(records, {"label": tf.io.FixedLenFeature([], tf.int64)})
     assert parsed["label"].numpy().tolist() == [s["label"] for s in samples]
+
+
+def test_samples_encode_as_tensorflow_and_tensorflow_reads_their_frames(tmp_path: Any) -> None:
+    rng = np.random.default_rng(9)
+    samples = [  # in key order
+        {
+            "a_id": int(rng.integers(0, 10**6)) >> int(rng.integers(0, 20)),
+            "b_score": float(rng.standard_normal()),
+            "c_tag": rng.bytes(8),
+            "d_tokens": rng.integers(0, 50_000, 32),
+            "e_text": f"caption {i} é",
+        }
+        for i in range(300)
+    ]
+    records = tfrec.example.encode_examples(samples)
+    assert records == [tf_example(sample) for sample in samples]
+    features = FeaturesDict(
+        {
+            "a_id": np.int64,
+            "b_score": np.float32,
+            "c_tag": Tensor(shape=(), dtype=str),
+            "d_tokens": Tensor(shape=(32,), dtype=np.int64),
+            "e_text": Text(),
+        }
+    )
+    summary = tfrec.write_dataset(samples, str(tmp_path / "s"), features, num_shards=1, progress=False)
+    read = [r.numpy() for r in tf.data.TFRecordDataset(summary.paths)]  # TF checks every frame's CRCs
+    assert read == [features.serialize_example(sample) for sample in samples]
+    assert read == [tf_example(sample) for sample in samples]

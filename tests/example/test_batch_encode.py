@@ -13,7 +13,7 @@ from hypothesis.extra import numpy as hnp
 import tfrec
 from tfrec.example import wire
 from tfrec.example.batch_encode import RAW, Column, encode_columns, encode_examples, varint_array
-from tfrec.example.codec import append_entry, encode_entries, join_entries
+from tfrec.example.codec import append_entry, encode_entries, encode_varints, join_entries
 
 SETTINGS = settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -142,3 +142,56 @@ def test_varint_array_edges() -> None:
 def test_encode_examples_errors(columns: dict[str, Any], error: type[Exception]) -> None:
     with pytest.raises(error):
         encode_examples(columns)
+
+
+@SETTINGS
+@given(
+    values=hnp.arrays(
+        np.int64,
+        st.integers(0, 50),
+        elements=st.one_of(st.integers(0, 2**56), st.integers(-(2**63), 2**63 - 1), st.integers(0, 300)),
+    )
+)
+def test_varint_array_is_the_codecs_varints(values: np.ndarray) -> None:
+    data, lengths = varint_array(values)
+    assert data.tobytes() == encode_varints(values)
+    assert lengths.sum() == len(data)
+
+
+SCALARS = st.one_of(
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(width=32),
+    st.booleans(),
+    st.text(max_size=4),
+    st.binary(max_size=4),
+)
+
+
+@SETTINGS
+@given(
+    data=st.data(),
+    rows=st.integers(0, 30),
+    keys=st.lists(st.text(min_size=1, max_size=4), max_size=4, unique=True),
+    python=st.booleans(),
+)
+def test_samples_encode_as_each_alone(data: st.DataObject, rows: int, keys: list[str], python: bool) -> None:
+    if python:  # Python values: one type per key, or mixed
+        kinds = {
+            key: data.draw(st.sampled_from([SCALARS, st.integers(0, 2**20), st.floats(width=32)]))
+            for key in keys
+        }
+        samples = [{key: data.draw(kinds[key], label=key) for key in keys} for _ in range(rows)]
+    else:  # rows of numpy columns: numpy scalars and arrays, bytes, str, lists
+        columns = {key: data.draw(any_column(rows), label=key) for key in keys}
+        samples = [{key: values[row] for key, values in columns.items()} for row in range(rows)]
+    if samples and data.draw(st.booleans(), label="reorder one"):
+        samples[-1] = dict(reversed(samples[-1].items()))
+    expected = []
+    for sample in samples:
+        try:
+            expected.append(tfrec.encode_example(sample))
+        except tfrec.EncodeError:
+            with pytest.raises(tfrec.EncodeError):
+                encode_examples(samples)
+            return
+    assert encode_examples(samples) == expected

@@ -15,6 +15,7 @@ from test_serializer import BENCH_LIKE, COMMON_VALUES, loosened, outcome
 
 import tfrec
 from tfrec.features import ClassLabel, FeaturesDict, Tensor, Text
+from tfrec.record.framing_batch import frame_records
 
 
 def assert_batch_like_each(features: FeaturesDict, batch: list[Any]) -> None:
@@ -127,3 +128,29 @@ def test_sequence_examples_and_pickling() -> None:
     twin = pickle.loads(pickle.dumps(features))
     assert twin.serialize_batch(batch) == features.serialize_batch(batch)
     assert features.serialize_batch(iter(batch)) == features.serialize_batch(batch)
+
+
+def test_frames_hold_the_records_of_serialize_batch() -> None:
+    batch = workload(300, seed=1)
+    frames = WORKLOAD.serialize_frames(batch)
+    assert list(frames) == [WORKLOAD.serialize_example(value) for value in batch]
+    assert frames.data == frame_records(list(frames)).data
+    sequences = FeaturesDict({"tokens": tfrec.features.Sequence(np.int64)})
+    samples = [{"tokens": [1, 2]}, {"tokens": []}]
+    assert list(sequences.serialize_frames(samples, sequence_example=True)) == [
+        sequences.serialize_example(s, sequence_example=True) for s in samples
+    ]
+
+
+@pytest.mark.parametrize("limit", [{"num_shards": 3}, {"max_records": 70}, {"max_bytes": 5000}])
+def test_sharded_writers_write_the_frames_of_samples(tmp_path: Any, limit: dict[str, int]) -> None:
+    batch = workload(500, seed=2)
+    with tfrec.ShardedWriter(tmp_path / "w", features=WORKLOAD, index=True, **limit) as writer:
+        assert writer.write_many(batch) == 500
+    paths = writer.summary.paths
+    written = [record for path in paths for record in tfrec.read_records(path)]
+    expected = [WORKLOAD.serialize_example(value) for value in batch]
+    if "num_shards" in limit:  # round-robin: record k in shard k % 3
+        expected = [record for shard in range(3) for record in expected[shard::3]]
+    assert written == expected
+    assert sum(writer.summary.shard_lengths) == 500

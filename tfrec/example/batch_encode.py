@@ -1,11 +1,13 @@
 """Batched, columnar Example encoding (example layer): columns in, the bytes of every record out.
 
 A column holds one feature of every record of a batch. Its values are encoded for the whole
-column at once in numpy (float32s as one cast, varints vectorised over every value), then the
-records are assembled. Records whose fields all have the same byte sizes share a layout: their
-bytes are rows of one ``(records, length)`` array filled column by column from a template of
-heads (key, tags and lengths, the same for every record of the layout). A record whose layout
-no other record shares is joined on its own. The bytes are those of
+column at once in numpy (float32s as one cast, varints vectorised over every value whatever their
+lengths), as parts of every record: a constant (a map entry head that every record shares), a
+block (values of one width in every record: rows of one array, beside the constants around them),
+or one piece per record (bytes values, varints and heads whose lengths differ, cut from one buffer
+by one ``struct`` call). Each record is then joined from its parts, and :func:`encode_records`
+gives their lengths too, for framing them together. There are no per-layout templates: the
+work per batch does not grow with the number of distinct field sizes. The bytes are those of
 :func:`~tfrec.example.codec.encode_typed_example` record by record (a property test compares them).
 
 Example:
@@ -16,6 +18,10 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import itertools
+import operator
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,13 +30,20 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from . import wire
-from .codec import encode_entries, packed_head, varint
+from .codec import encode_entries, encode_example, packed_head, varint
 
-__all__ = ["RAW", "Column", "encode_columns", "encode_examples", "varint_array"]
+__all__ = [
+    "RAW",
+    "Column",
+    "encode_columns",
+    "encode_examples",
+    "encode_records",
+    "split",
+    "varint_array",
+    "varint_lengths",
+]
 
 RAW = -1  # a column of whole map entries, already encoded, one ``bytes`` per record
-_FEW_LAYOUTS = 16
-_MIN_LAYOUT = 4  # fewer records than this in a layout: joined one by one (a template costs more)
 
 
 @dataclass(frozen=True)
@@ -64,81 +77,106 @@ def varint_array(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     unsigned = values.astype(np.int64, copy=False).view(np.uint64).ravel()
     if not unsigned.size or int(unsigned.max()) < 0x80:  # one byte each: the values themselves
         return unsigned.astype(np.uint8), np.ones(unsigned.size, np.int64)
-    lengths = np.ones(unsigned.size, np.int64)
-    for i in range(1, 10):
-        above = unsigned >= np.uint64(1 << (7 * i))
-        if not above.any():
-            break
-        lengths += above
-    ends = np.cumsum(lengths)
-    out = np.empty(int(ends[-1]), np.uint8)
-    starts = ends - lengths
+    lengths = varint_lengths(unsigned)
+    longest = int(lengths.max())
+    if longest <= 8:  # each varint in one little-endian word: 7 bits a byte, then the high bits
+        word_type = np.dtype("<u4") if longest <= 4 else np.dtype("<u8")
+        word = word_type.type
+        narrow = unsigned.astype(word_type)
+        low = word(0x7F)
+        words = np.bitwise_and(narrow, low)
+        for i in range(1, longest):
+            words |= np.left_shift(np.bitwise_and(np.right_shift(narrow, word(7 * i)), low), word(8 * i))
+        words |= _CONTINUED[lengths].astype(word_type, copy=False)
+        rows = words.view(np.uint8)
+        keep = _KEPT[lengths].astype(word_type, copy=False).view(np.bool_)  # a byte of 1 for each kept
+        return np.compress(keep, rows), lengths
+    # Byte i of every value in column i (7 bits, and the high bit when more follow), then the
+    # bytes each value has, row by row. Column by column: numpy is slow across short rows.
+    has = np.empty((unsigned.size, longest), np.bool_)  # whether value v has byte i
+    for i in range(longest):
+        np.greater(lengths, i, out=has[:, i])
+    groups = np.empty((unsigned.size, longest), np.uint8)
     rest = unsigned
-    for i in range(int(lengths.max())):  # byte i of every varint that has one
-        present = lengths > i
-        byte = (rest & np.uint64(0x7F)).astype(np.uint8) | np.where(lengths > i + 1, 0x80, 0).astype(np.uint8)
-        out[(starts + i)[present]] = byte[present]
+    for i in range(longest):
+        groups[:, i] = rest & np.uint64(0x7F)
+        if i + 1 < longest:
+            groups[:, i] |= has[:, i + 1].view(np.uint8) << 7
         rest = rest >> np.uint64(7)
-    return out, lengths
+    return np.compress(has.ravel(), groups.ravel()), lengths
 
 
-@dataclass
-class _Encoded:
-    """A column encoded: its records' payloads back to back, each payload's length, the head of
-    each length (bytes before a payload of that length) and whether every length is the same."""
-
-    data: np.ndarray  # uint8
-    lengths: np.ndarray  # int64, one per record
-    heads: dict[int, bytes]
-    even: bool
-    _blob: bytes | None = None
-    _starts: np.ndarray | None = None
-
-    @property
-    def blob(self) -> bytes:
-        if self._blob is None:
-            self._blob = self.data.tobytes()
-        return self._blob
-
-    @property
-    def starts(self) -> np.ndarray:
-        if self._starts is None:
-            self._starts = np.cumsum(self.lengths) - self.lengths
-        return self._starts
+# By a varint's length (up to 8), in a little-endian word: the high bit of each of its bytes but the
+# last; a byte of 1 for each of its bytes.
+_CONTINUED = np.array([sum(0x80 << (8 * i) for i in range(n - 1)) for n in range(9)], np.uint64)
+_KEPT = np.array([sum(1 << (8 * i) for i in range(n)) for n in range(9)], np.uint64)
 
 
-def _encode_column(column: Column, count: int) -> _Encoded:
+# One part of every record of a batch, in the order of the record's bytes: a constant (``bytes``, the
+# same in every record), a block (a uint8 array of one row per record, all rows of one width), or
+# pieces (one ``bytes`` per record, of the lengths given).
+_Part = bytes | np.ndarray | tuple[Sequence[bytes], np.ndarray]
+
+
+def _column_parts(column: Column, count: int) -> list[_Part]:
+    """The parts of ``column``: each record's map entry head, then its values."""
     kind, values = column.kind, column.values
     if kind in (wire.BYTES, RAW):
         if len(values) != count:
             raise ValueError(f"column {column.key!r} has {len(values)} values for {count} records")
-        data = np.frombuffer(b"".join(values), np.uint8)
         lengths = np.fromiter(map(len, values), np.int64, count)
-        blob: bytes | None = None
-    elif kind == wire.FLOAT:
-        array = np.ascontiguousarray(values, "<f4").reshape(count, -1)
-        data = array.view(np.uint8).reshape(-1)
-        lengths = np.full(count, array.shape[1] * 4, np.int64)
-        blob = None
-    elif kind == wire.INT64:
+        values = values if isinstance(values, list) else list(values)
+        if kind == RAW:
+            return [(values, lengths)]
+        return [*_heads(column.key, kind, lengths), (values, lengths)]
+    if kind == wire.FLOAT:
+        block = np.ascontiguousarray(values, "<f4").reshape(count, -1).view(np.uint8)
+        return [packed_head(column.key, kind, block.shape[1]), block]
+    if kind == wire.INT64:
         array = np.asarray(values).reshape(count, -1)
         data, each = varint_array(array)
         width = array.shape[1]
         lengths = each.reshape(count, width).sum(1) if width else np.zeros(count, np.int64)
-        blob = None
-    else:
-        raise ValueError(f"column {column.key!r}: no batched encoding for kind {kind}")
-    even = bool(count == 0 or (lengths == lengths[0]).all())
-    unique = [int(lengths[0])] if even and count else np.unique(lengths).tolist()
-    if kind == RAW:
-        heads = dict.fromkeys(unique, b"")
-    else:
-        heads = {size: packed_head(column.key, kind, size) for size in unique}
-    return _Encoded(data, lengths, heads, even, blob)
+        if not count or (lengths == lengths[0]).all():  # every record's varints take the same bytes
+            size = int(lengths[0]) if count else 0
+            return [packed_head(column.key, kind, size), data.reshape(count, size)]
+        return [*_heads(column.key, kind, lengths), (split(data.tobytes(), lengths), lengths)]
+    raise ValueError(f"column {column.key!r}: no batched encoding for kind {kind}")
+
+
+def _heads(key: bytes, kind: int, sizes: np.ndarray) -> list[_Part]:
+    """The map entry heads before values of ``sizes`` bytes: one constant, or one piece per record."""
+    if not sizes.size or (sizes == sizes[0]).all():
+        return [packed_head(key, kind, int(sizes[0]) if sizes.size else 0)]
+    low = int(sizes.min())
+    found = np.bincount(sizes - low).tolist()  # a table by size, without sorting the sizes
+    table = [packed_head(key, kind, low + size) if n else b"" for size, n in enumerate(found)]
+    heads = operator.itemgetter(*(sizes - low).tolist())(table)  # sizes differ: more than one record
+    return [(heads, np.array(list(map(len, table)), np.int64)[sizes - low])]
+
+
+def split(data: bytes, lengths: np.ndarray) -> tuple[bytes, ...]:
+    """``data`` cut into pieces of ``lengths`` (int64, summing to its length), in one C call.
+
+    Example:
+        >>> split(b"abcdef", np.array([1, 0, 5]))
+        (b'a', b'', b'bcdef')
+    """
+    sizes = lengths.tolist()
+    if max(sizes, default=0) < len(_FORMATS):
+        return struct.unpack("".join(map(_FORMATS.__getitem__, sizes)), data)
+    return struct.unpack("".join([f"{size}s" for size in sizes]), data)
+
+
+_FORMATS = [f"{size}s" for size in range(256)]
 
 
 def encode_columns(columns: Sequence[Column], count: int) -> list[bytes]:
     """The Example bytes of each of ``count`` records whose features are ``columns``, in order.
+
+    Every column is encoded at once (varints vectorised, whatever their lengths), then each record
+    is joined from its parts: runs of parts of one width in every record are filled in as rows of
+    one array, the rest (bytes values, varints of varying lengths) are taken as they are.
 
     Raises:
         ValueError: a column does not hold ``count`` records (a caller's bug: values are checked
@@ -148,89 +186,150 @@ def encode_columns(columns: Sequence[Column], count: int) -> list[bytes]:
         >>> encode_columns([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2)[1] == encode_example({"t": b"bc"})
         True
     """
+    return encode_records(columns, count)[0]
+
+
+def encode_records(columns: Sequence[Column], count: int) -> tuple[list[bytes], np.ndarray]:
+    """:func:`encode_columns`, and the length of each record (int64), for framing them together.
+
+    Example:
+        >>> records, lengths = encode_records([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2)
+        >>> lengths.tolist() == [len(r) for r in records]
+        True
+    """
     if not count:
-        return []
-    encoded = [_encode_column(column, count) for column in columns]
-    if all(e.even for e in encoded):
-        return _fill(encoded, None, count)
-    layouts, inverse = _layouts([e.lengths for e in encoded if not e.even])
-    records: list[bytes] = [b""] * count
-    if layouts <= _FEW_LAYOUTS:  # a pass per layout beats a sort
-        groups = [np.flatnonzero(inverse == group) for group in range(layouts)]
+        return [], np.zeros(0, np.int64)
+    parts, lengths = _record_parts(columns, count)
+    return _join(parts, count), lengths
+
+
+def _record_parts(columns: Sequence[Column], count: int) -> tuple[list[_Part], np.ndarray]:
+    """The parts of every record, the record's own head first, and the length of each record."""
+    parts: list[_Part] = []
+    for column in columns:
+        parts += _column_parts(column, count)
+    body = np.zeros(count, np.int64)
+    for part in parts:
+        body += _part_lengths(part)
+    heads = 1 + varint_lengths(body)
+    return _merged([_outer_heads(body, heads), *parts], count), body + heads
+
+
+def _part_lengths(part: _Part) -> np.ndarray | int:
+    if isinstance(part, bytes):
+        return len(part)
+    if isinstance(part, np.ndarray):
+        return part.shape[1]
+    return part[1]
+
+
+def _outer_heads(body: np.ndarray, lengths: np.ndarray) -> _Part:
+    """Each record's own head (of ``lengths`` bytes): the tag of its ``features`` field and the
+    length of its entries, ``body``."""
+    if (body == body[0]).all():
+        return _FIELD_1 + varint(int(body[0]))
+    if int(body.max()) < len(_OUTER):
+        heads = operator.itemgetter(*body.tolist())(_OUTER)  # bodies differ: more than one record
     else:
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.searchsorted(inverse[order], np.arange(layouts + 1))
-        groups = [order[bounds[group] : bounds[group + 1]] for group in range(layouts)]
-    for rows in groups:
-        if len(rows) < _MIN_LAYOUT:
-            for row in rows.tolist():
-                records[row] = _join_one(encoded, row)
-        else:
-            for row, record in zip(rows.tolist(), _fill(encoded, rows, len(rows)), strict=True):
-                records[row] = record
-    return records
+        heads = [_FIELD_1 + varint(size) for size in body.tolist()]
+    return (heads, lengths)
 
 
-def _layouts(lengths: list[np.ndarray]) -> tuple[int, np.ndarray]:
-    """``(number of layouts, each record's layout)``: records of a layout have the same sizes."""
-    key = np.zeros(len(lengths[0]), np.int64)
-    span = 1
-    for sizes in lengths:  # one int per record: its sizes in mixed radix, while that fits int64
-        top = int(sizes.max()) + 1
-        span *= top
-        if span >= 1 << 62:
-            _, inverse = np.unique(np.stack(lengths, 1), axis=0, return_inverse=True)
-            return int(inverse.max()) + 1, inverse.reshape(-1)
-        key = key * top + sizes
-    values, inverse = np.unique(key, return_inverse=True)
-    return len(values), inverse.reshape(-1)
+_FIELD_1 = bytes((wire.FIELD_1,))
+_OUTER = [_FIELD_1 + varint(size) for size in range(1 << 14)]  # heads of records below 16 KiB
 
 
-def _join_one(encoded: list[_Encoded], row: int) -> bytes:
-    """One record's bytes, joined from its heads and payload slices."""
-    parts: list[bytes] = []
-    for e in encoded:
-        size = int(e.lengths[row])
-        start = int(e.starts[row])
-        parts += (e.heads[size], e.blob[start : start + size])
-    body = b"".join(parts)
-    return bytes((wire.FIELD_1,)) + varint(len(body)) + body
+def _merged(parts: list[_Part], count: int) -> list[_Part]:
+    """``parts`` with each run of constants and blocks made one part: one array of rows, or one
+    constant when the run holds no block."""
+    out: list[_Part] = []
+    run: list[bytes | np.ndarray] = []
+    for part in [*parts, None]:
+        if isinstance(part, (bytes, np.ndarray)):
+            if not (isinstance(part, bytes) and not part) and not (
+                isinstance(part, np.ndarray) and not part.shape[1]
+            ):
+                run.append(part)
+            continue
+        if run:
+            out.append(_fill(run, count))
+            run = []
+        if part is not None:
+            out.append(part)
+    return out
 
 
-def _fill(encoded: list[_Encoded], rows: np.ndarray | None, count: int) -> list[bytes]:
-    """The records ``rows`` (all, when None), which share one layout: rows of one array."""
-    first = 0 if rows is None else int(rows[0])
-    heads = [e.heads[int(e.lengths[first])] for e in encoded]
-    sizes = [int(e.lengths[first]) for e in encoded]
-    body = sum(sizes) + sum(map(len, heads))
-    outer = bytes((wire.FIELD_1,)) + varint(body)
-    width = len(outer) + body
+def _fill(run: list[bytes | np.ndarray], count: int) -> bytes | np.ndarray:
+    """One part from a run of constants and blocks: their bytes side by side in every row."""
+    if all(isinstance(part, bytes) for part in run):
+        return b"".join(run)  # type: ignore[arg-type]
+    if len(run) == 1:
+        return run[0]
+    width = sum(len(part) if isinstance(part, bytes) else part.shape[1] for part in run)
     out = np.empty((count, width), np.uint8)
-    out[:, : len(outer)] = np.frombuffer(outer, np.uint8)
-    at = len(outer)
-    for e, head, size in zip(encoded, heads, sizes, strict=True):
-        if head:
-            out[:, at : at + len(head)] = np.frombuffer(head, np.uint8)
-            at += len(head)
-        if size:
-            if e.even:
-                payload = e.data.reshape(-1, size)
-                out[:, at : at + size] = payload if rows is None else payload[rows]
-            else:  # this layout's records have one size here, the column's others not
-                assert rows is not None
-                out[:, at : at + size] = e.data[e.starts[rows][:, None] + np.arange(size)]
-            at += size
-    blob = out.tobytes()
-    return [blob[i : i + width] for i in range(0, count * width, width)]
+    at = 0
+    for part in run:
+        if isinstance(part, bytes):
+            out[:, at : at + len(part)] = np.frombuffer(part, np.uint8)
+            at += len(part)
+        else:
+            out[:, at : at + part.shape[1]] = part
+            at += part.shape[1]
+    return out
 
 
-def encode_examples(columns: Mapping[str, Any]) -> list[bytes]:
+def _join(parts: list[_Part], count: int) -> list[bytes]:
+    """Each record's bytes: its piece of every part, joined."""
+    columns: list[Any] = []
+    for part in parts:
+        if isinstance(part, bytes):
+            columns.append(itertools.repeat(part, count))
+        elif isinstance(part, np.ndarray):
+            columns.append(_rows(part))
+        else:
+            columns.append(part[0])
+    if len(columns) == 1:
+        return list(itertools.islice(columns[0], count))
+    return list(map(b"".join, zip(*columns, strict=False)))  # constants repeat without end
+
+
+def _rows(block: np.ndarray) -> tuple[bytes, ...]:
+    """The rows of a uint8 block, one ``bytes`` each."""
+    count, width = block.shape
+    return _row_format(width, count).unpack(block.tobytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _row_format(width: int, count: int) -> struct.Struct:
+    return struct.Struct(f"{width}s" * count)
+
+
+def varint_lengths(values: np.ndarray) -> np.ndarray:
+    """The byte length of the varint of each of ``values`` (uint64, or non-negative int64).
+
+    Example:
+        >>> varint_lengths(np.array([0, 127, 128, 2**63], np.uint64)).tolist()
+        [1, 1, 2, 10]
+    """
+    lengths = np.ones(values.shape, np.int64)
+    top = int(values.max()) if values.size else 0
+    for i in range(1, 10):
+        if top < 1 << (7 * i):
+            break
+        lengths += values >= np.uint64(1 << (7 * i)) if values.dtype == np.uint64 else values >= 1 << (7 * i)
+    return lengths
+
+
+def encode_examples(columns: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> list[bytes]:
     """The Example bytes of each row of ``columns`` (feature key -> one value per row), as
-    :func:`~tfrec.example.codec.encode_example` encodes each row.
+    :func:`~tfrec.example.codec.encode_example` encodes each row; or of each mapping of a sequence
+    of them (samples, as ``encode_example`` takes them), encoded together.
 
     A numpy column of ints, bools or floats is encoded in one go, its rows flattened row-major
     (floats rounded to float32; a finite float beyond float32's range raises, as encode_example
     does); a list of bytes too. Any other column (text, lists, object arrays) is encoded row by row.
+    Samples of the same keys in the same order are made columns first: Python ints, floats, bools,
+    str and bytes, numpy scalars, and arrays of one dtype and shape are encoded as such columns.
 
     Raises:
         EncodeError: a value cannot be stored, as for ``encode_example``.
@@ -240,7 +339,11 @@ def encode_examples(columns: Mapping[str, Any]) -> list[bytes]:
         >>> records = tfrec.example.encode_examples({"id": np.arange(3), "emb": np.ones((3, 4), np.float32)})
         >>> records[1] == tfrec.encode_example({"id": 1, "emb": np.ones(4, np.float32)})
         True
+        >>> tfrec.example.encode_examples([{"id": 1}, {"id": 2}])[1] == tfrec.encode_example({"id": 2})
+        True
     """
+    if not isinstance(columns, Mapping):
+        return _encode_samples(columns)
     counts = {key: len(values) for key, values in columns.items()}
     if len(set(counts.values())) > 1:
         raise InvalidArgumentError(f"encode_examples: columns differ in length: {counts}")
@@ -252,6 +355,45 @@ def encode_examples(columns: Mapping[str, Any]) -> list[bytes]:
             column = Column(b"", RAW, [_entry(key, value) for value in values])
         batch.append(column)
     return encode_columns(batch, count)
+
+
+def _encode_samples(samples: Sequence[Mapping[str, Any]]) -> list[bytes]:
+    """Samples of the same keys, in the same order, as columns; any others one by one."""
+    rows = list(samples)
+    if not rows:
+        return []
+    keys = tuple(rows[0]) if type(rows[0]) is dict else None
+    if not keys or set(map(type, rows)) != {dict} or set(map(tuple, rows)) != {keys}:
+        return [encode_example(row) for row in rows]  # each with its own keys (and errors)
+    return encode_examples({key: _as_column(list(map(operator.itemgetter(key), rows))) for key in keys})
+
+
+def _as_column(values: list[Any]) -> Any:
+    """One key's values of every sample as a column :func:`_numeric_column` takes, when they are all
+    of one type it can take at once; else the values as they are (encoded one by one)."""
+    types = set(map(type, values))
+    if len(types) != 1:
+        return values
+    (kind,) = types
+    if kind is int:
+        try:
+            return np.array(values, np.int64)
+        except OverflowError:
+            return values  # the row path words the error
+    if kind in (bool, float) or (issubclass(kind, np.generic) and np.dtype(kind).kind in "biuf"):
+        return np.array(values)
+    if kind is str:
+        try:
+            return list(map(str.encode, values))  # UTF-8
+        except UnicodeEncodeError:
+            return values
+    if kind is np.ndarray:
+        first = values[0]
+        if first.dtype.kind in "biuf" and all(
+            v.dtype == first.dtype and v.shape == first.shape for v in values
+        ):
+            return np.stack(values)
+    return values
 
 
 def _numeric_column(key: str, values: Any) -> Column | None:

@@ -36,6 +36,7 @@ from ..example import (
     single_example_parser,
     wire,
 )
+from ..record.framing_batch import Frames, frame_records
 from . import sequence_storage
 from .base import (
     TFDS_PREFIX,
@@ -47,7 +48,7 @@ from .base import (
     to_connector,
 )
 from .sequence import Sequence as SequenceConnector
-from .serializer import compile_batch_encoder, compile_encoder
+from .serializer import compile_batch_encoder, compile_encoder, compile_frame_encoder
 from .text import ClassLabel
 from .values import EXACT_FLOATS, cast_stored
 
@@ -245,13 +246,29 @@ class FeaturesDict(FeatureConnector):
         """
         if sequence_example:
             return [self.serialize_example(example, sequence_example=True) for example in examples]
-        if not self.exact_floats:
-            return self._batch_encoder(examples)
-        token = EXACT_FLOATS.set(True)  # read by the Tensors' reference path (to_array)
-        try:
-            return self._batch_encoder(examples)
-        finally:
-            EXACT_FLOATS.reset(token)
+        return _encoded(self._batch_encoder, examples, self.exact_floats)
+
+    def serialize_frames(
+        self, examples: Iterable[Mapping[str, Any]], *, sequence_example: bool = False
+    ) -> Frames:
+        """The TFRecord frames of :meth:`serialize_batch`'s records, in one buffer: what writers write.
+
+        Raises:
+            EncodeError: a value does not fit its feature; names the key path.
+
+        Example:
+            >>> frames = FeaturesDict({"id": np.int64}).serialize_frames([{"id": 1}, {"id": 2}])
+            >>> len(frames), frames[1] == tfrec.encode_example({"id": 2})
+            (2, True)
+        """
+        if sequence_example:
+            return frame_records(self.serialize_batch(examples, sequence_example=True))
+        return _encoded(self._frame_encoder, examples, self.exact_floats)
+
+    @functools.cached_property
+    def _frame_encoder(self) -> Callable[[Iterable[Any]], Frames]:
+        """This schema's compiled frame encoder, built on first use (not pickled either)."""
+        return compile_frame_encoder(self, exact_floats=self.exact_floats)
 
     @functools.cached_property
     def _batch_encoder(self) -> Callable[[Iterable[Any]], list[bytes]]:
@@ -317,7 +334,15 @@ class FeaturesDict(FeatureConnector):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         # Memos: closures do not pickle, and all are rebuilt on first use.
-        for memo in ("_encoder", "_batch_encoder", "_layout", "_single_decoder", "_kept_as_parsed"):
+        memos = (
+            "_encoder",
+            "_batch_encoder",
+            "_frame_encoder",
+            "_layout",
+            "_single_decoder",
+            "_kept_as_parsed",
+        )
+        for memo in memos:
             state.pop(memo, None)
         return state
 
@@ -422,6 +447,17 @@ class FeaturesDict(FeatureConnector):
                     names = [line.rstrip("\n") for line in file if line.rstrip("\n")]
                 label.__init__(names=names, doc=label.doc, value_range=label.value_range)  # type: ignore[misc]
         return features
+
+
+def _encoded(encode: Callable[[Iterable[Any]], Any], examples: Iterable[Any], exact_floats: bool) -> Any:
+    """``encode(examples)``, with :data:`EXACT_FLOATS` set for ``exact_floats``."""
+    if not exact_floats:
+        return encode(examples)
+    token = EXACT_FLOATS.set(True)  # read by the Tensors' reference path (to_array)
+    try:
+        return encode(examples)
+    finally:
+        EXACT_FLOATS.reset(token)
 
 
 def _class_labels(feature: FeatureConnector, name: str) -> list[tuple[str, ClassLabel]]:

@@ -22,22 +22,30 @@ Example:
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..errors import MissingFeatureError
 from ..example import wire
-from ..example.batch_encode import RAW, Column, encode_columns
+from ..example.batch_encode import RAW, Column, encode_columns, encode_records
 from ..example.codec import PackedHeads, append_entry, encode_varints, join_entries, varint
+from ..record.framing_batch import Frames, frame_records
 from .base import FeatureConnector, check_keys
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
 from .values import fits
 
-__all__ = ["compile_batch_encoder", "compile_column_encoder", "compile_encoder", "stored_values"]
+__all__ = [
+    "compile_batch_encoder",
+    "compile_column_encoder",
+    "compile_encoder",
+    "compile_frame_encoder",
+    "stored_values",
+]
 
 Encoder = Callable[[Any, list[bytes]], None]  # (value, parts): append the value's entries to parts
 
@@ -361,6 +369,26 @@ def _array_column(feature: FeatureConnector, path: str, values: Any, exact_float
     return None
 
 
+def compile_frame_encoder(
+    features: FeatureConnector, *, exact_floats: bool = False
+) -> Callable[[Iterable[Any]], Frames]:
+    """:func:`compile_batch_encoder`, whose function returns the records' TFRecord frames, in one
+    buffer for a writer.
+
+    Example:
+        >>> frames = compile_frame_encoder(FeaturesDict({"id": np.int64}))([{"id": 1}, {"id": 2}])
+        >>> frames[1] == tfrec.encode_example({"id": 2})
+        True
+    """
+    columnize = _columnizer(features, "", exact_floats)
+
+    def serialize_frames(values: Iterable[Any]) -> Frames:
+        rows = values if isinstance(values, list) else list(values)
+        return frame_records(*encode_records(columnize(rows), len(rows)))
+
+    return serialize_frames
+
+
 def _columnizer(feature: FeatureConnector, path: str, exact_floats: bool) -> Columnizer:
     children = None if feature.custom else feature.children()
     if children is not None:
@@ -405,14 +433,25 @@ def _dict_columnizer(features: Mapping[str, FeatureConnector], path: str, exact_
         for name, child in features.items()
     ]
     names = features.keys()
+    getters = [operator.itemgetter(name) for name in names]
 
     def columnize(values: list[Any]) -> list[Column]:
-        for value in values:
-            if type(value) is not dict or value.keys() != names:
-                check_keys(value, features, path)  # raises, unless an other Mapping with the right keys
+        # dicts of as many keys as the features, each of which they have: their keys are the features'
+        if set(map(type, values)) <= {dict} and set(map(len, values)) <= {len(names)}:
+            try:
+                picked = [list(map(getter, values)) for getter in getters]
+            except KeyError:
+                picked = []
+        else:
+            picked = []
+        if len(picked) != len(children):
+            for value in values:
+                if type(value) is not dict or value.keys() != names:
+                    check_keys(value, features, path)  # raises, unless an other Mapping with the right keys
+            picked = [[value[name] for value in values] for name in names]
         columns: list[Column] = []
-        for name, child in children:
-            columns += child([value[name] for value in values])
+        for (_, child), column in zip(children, picked, strict=True):
+            columns += child(column)
         return columns
 
     return columnize
@@ -426,32 +465,49 @@ def _tensor_column(tensor: Tensor, key: bytes, exact_floats: bool) -> Callable[[
     scalar = shape == ()
     info = np.iinfo(dtype) if dtype.kind in "iu" else None
 
-    def arrays(values: list[Any]) -> np.ndarray | None:
-        if all(type(v) is np.ndarray and v.dtype == dtype and v.shape == shape for v in values):
-            return np.stack(values).reshape(len(values), -1) if values else None
-        return None
-
     def column(values: list[Any]) -> Column | None:
         if not values:
             return None
         if kind == wire.BYTES:
             return _bytes_column(key, values) if scalar else None
-        stacked = arrays(values)
+        types = set(map(type, values))
+        stacked = _stacked(values, dtype, shape) if types == {np.ndarray} else None
         if kind == wire.FLOAT:
             if stacked is not None and dtype != np.float64:
                 return Column(key, kind, stacked.astype(_F4, copy=False))
-            if scalar and dtype == np.float32 and all(type(v) is float for v in values):
+            if scalar and dtype == np.float32 and types == {float}:
                 return _python_floats(key, values, exact_floats)
             return None
         if stacked is not None:
             return Column(key, kind, stacked.view(np.int64) if dtype == np.uint64 else stacked)
-        if scalar and info is not None and all(type(v) is int for v in values):
+        if scalar and info is not None and types == {int}:
             return _python_ints(key, values, int(info.min), int(info.max))
-        if scalar and info is None and all(type(v) is bool for v in values):
+        if scalar and info is None and types == {bool}:
             return Column(key, kind, np.array(values, np.int64)[:, None])
         return None
 
     return column
+
+
+_dtype_of, _shape_of, _ndim_of = (operator.attrgetter(name) for name in ("dtype", "shape", "ndim"))
+
+
+def _stacked(values: list[np.ndarray], dtype: np.dtype, shape: tuple[int | None, ...]) -> np.ndarray | None:
+    """Arrays all of ``dtype`` and ``shape`` as the rows of one array (one row per array, flat);
+    None when one is not."""
+    one = len(set(map(id, map(_dtype_of, values)))) == 1  # one dtype object, usually: no hashing
+    if not (one and values[0].dtype == dtype) and set(map(_dtype_of, values)) != {dtype}:
+        return None
+    if len(shape) == 1:  # 1-D arrays of that length (cheaper to check than shapes, made on each access)
+        if set(map(_ndim_of, values)) != {1} or set(map(len, values)) != {shape[0]}:
+            return None
+    elif set(map(_shape_of, values)) != {shape}:
+        return None
+    try:
+        joined = b"".join(cast(list[bytes], values))  # their bytes, in C order: one copy, no call per array
+    except (BufferError, TypeError):  # not C-contiguous
+        return np.stack(values).reshape(len(values), -1)
+    return np.frombuffer(joined, dtype).reshape(len(values), -1)
 
 
 def _python_ints(key: bytes, values: list[int], low: int, high: int) -> Column | None:
@@ -477,11 +533,12 @@ def _python_floats(key: bytes, values: list[float], exact_floats: bool) -> Colum
 
 def _bytes_column(key: bytes, values: list[Any]) -> Column | None:
     """str (as UTF-8) or bytes, one per record; None for anything else."""
-    if all(type(v) is bytes for v in values):
+    types = set(map(type, values))
+    if types == {bytes}:
         return Column(key, wire.BYTES, values)
-    if all(type(v) is str for v in values):
+    if types == {str}:
         try:
-            return Column(key, wire.BYTES, [v.encode("utf-8") for v in values])
+            return Column(key, wire.BYTES, list(map(str.encode, values)))  # UTF-8
         except UnicodeEncodeError:
             return None
     return None
@@ -491,13 +548,17 @@ def _label_column(label: ClassLabel, key: bytes) -> Callable[[list[Any]], Column
     def column(values: list[Any]) -> Column | None:
         if not values:
             return None
-        if all(type(v) is int for v in values):
-            array = (
-                np.array(values, np.int64) if min(values) >= -1 and max(values) < label.num_classes else None
-            )
-        elif all(type(v) is str for v in values):
+        types = set(map(type, values))
+        if types == {int}:
+            try:
+                array: np.ndarray | None = np.array(values, np.int64)
+            except OverflowError:
+                return None
+            if int(array.min()) < -1 or int(array.max()) >= label.num_classes:  # type: ignore[union-attr]
+                array = None
+        elif types == {str}:
             lookup = label.name_index
-            indexes = [lookup.get(v) for v in values]
+            indexes = list(map(lookup.get, values))
             array = None if None in indexes else np.array(indexes, np.int64)
         else:
             array = None
@@ -510,7 +571,7 @@ def _text_column(key: bytes) -> Callable[[list[Any]], Column | None]:
     def column(values: list[Any]) -> Column | None:
         if not values:
             return None
-        if all(type(v) is bytes for v in values):
+        if set(map(type, values)) == {bytes}:
             try:
                 for v in values:
                     v.decode("utf-8")  # checked, stored as given

@@ -29,6 +29,7 @@ from ..errors import InvalidArgumentError, RecordTypeError, TfrecError
 from . import frame
 from .compression import GzipMembersWriter, check_level, open_compressed, resolve_compression
 from .crc import crc_function, mask, mask_array
+from .framing_batch import Frames
 
 __all__ = ["RecordWriter", "temporary_path", "write_records"]
 
@@ -218,6 +219,19 @@ class RecordWriter:
             # Size batches to about _FLUSH_BYTES, so memory stays bounded whatever the record size.
             batch_size = max(1, min(_BATCH, _FLUSH_BYTES * size // batch_bytes))
         return count
+
+    def write_frames(self, frames: Frames) -> int:
+        """Append records framed together (:mod:`~tfrec.record.framing_batch`), as one write.
+
+        Returns:
+            The number of records written.
+        """
+        self._check_open()
+        self._pending.append(frames.data)
+        self._pending_bytes += len(frames.data)
+        if self._pending_bytes >= _FLUSH_BYTES:
+            self._drain()
+        return len(frames)
 
     def _drain(self) -> None:
         if not self._pending:

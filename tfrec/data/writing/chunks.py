@@ -8,16 +8,21 @@ Example:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["CHUNK_BYTES", "CHUNK_RECORDS", "record_chunks", "sample_batches"]
+from ...record.framing_batch import Frames
+
+__all__ = ["CHUNK_BYTES", "CHUNK_RECORDS", "SAMPLE_BATCH", "record_chunks", "sample_batches"]
 
 # write_many serializes records and writes them together in chunks of at most this many records, and
 # of at most CHUNK_BYTES (or one record, when a record is larger): a count alone held 1024 samples
 # whatever their size (6 GiB for 6 MiB images).
 CHUNK_RECORDS = 1024
 CHUNK_BYTES = 16 << 20
+# Samples are encoded column by column in numpy: a batch costs a few hundred numpy calls whatever its
+# size, so small samples go in batches of up to this many (still at most about CHUNK_BYTES of records).
+SAMPLE_BATCH = 8192
 
 
 def record_chunks(records: Iterable[bytes]) -> Iterator[list[bytes]]:
@@ -42,10 +47,11 @@ def record_chunks(records: Iterable[bytes]) -> Iterator[list[bytes]]:
 
 
 def sample_batches(
-    samples: Iterable[Any], serialize_batch: Callable[[list[Any]], list[bytes]]
-) -> Iterator[list[bytes]]:
-    """The records of ``samples``, serialized by ``serialize_batch`` (a FeaturesDict's) in batches
-    of up to :data:`CHUNK_RECORDS` samples and about :data:`CHUNK_BYTES` of records: a batch's size
+    samples: Iterable[Any], serialize_batch: Callable[[list[Any]], Sequence[bytes]]
+) -> Iterator[Sequence[bytes]]:
+    """The records of ``samples``, serialized by ``serialize_batch`` (a FeaturesDict's, as a list or
+    as :class:`~tfrec.record.framing_batch.Frames`) in batches
+    of up to :data:`SAMPLE_BATCH` samples and about :data:`CHUNK_BYTES` of records: a batch's size
     follows the records' mean size, starting small, so that memory holds about one chunk however
     large the samples.
 
@@ -61,8 +67,9 @@ def sample_batches(
             return
         records = serialize_batch(batch)
         yield records
-        mean = max(1, sum(map(len, records)) // len(records))
-        size = max(1, min(CHUNK_RECORDS, CHUNK_BYTES // mean))
+        size_of = int(records.lengths.sum()) if isinstance(records, Frames) else sum(map(len, records))
+        mean = max(1, size_of // len(records))
+        size = max(1, min(SAMPLE_BATCH, CHUNK_BYTES // mean))
 
 
 _FIRST_BATCH = 16  # samples in the first batch, before their records' size is known

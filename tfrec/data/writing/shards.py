@@ -24,7 +24,7 @@ import contextlib
 import errno
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import IO, Any
@@ -36,6 +36,7 @@ from ...features import FeaturesDict
 from ...record import RecordWriter, resolve_compression
 from ...record.compression import GZIP_MEMBER_BYTES
 from ...record.frame import FRAMING
+from ...record.framing_batch import Frames
 from ...record.writer import temporary_path
 from ..index.format import INDEX_SUFFIX, write_index
 from ..index.members import GzipIndex, write_gzip_index
@@ -278,7 +279,7 @@ class ShardedWriter:
         chunks = (  # samples are serialized together, in batches that are chunks already
             record_chunks(map(self._serialize, items))
             if self._features is None
-            else sample_batches(items, self._features.serialize_batch)
+            else sample_batches(items, self._features.serialize_frames)
         )
         for chunk in chunks:
             self._write_records(chunk)
@@ -299,7 +300,7 @@ class ShardedWriter:
         if self._closed:
             raise InvalidArgumentError(f"{self._prefix}: write to a closed ShardedWriter")
 
-    def _write_records(self, records: list[bytes]) -> None:
+    def _write_records(self, records: Sequence[bytes]) -> None:
         self._check_open()
         if self._num_shards is not None:
             # Round-robin: record k of the whole stream goes to shard k % n.
@@ -330,21 +331,21 @@ class ShardedWriter:
             self._finish(shard)
         return self._new_shard()
 
-    def _room(self, shard: _Shard, records: list[bytes], start: int) -> int:
+    def _room(self, shard: _Shard, records: Sequence[bytes], start: int) -> int:
         """How far from ``start`` the records fit in ``shard`` (at least one)."""
         if self._max_records is not None:
             return min(len(records), start + self._max_records - shard.records)
         assert self._max_bytes is not None
-        lengths = np.fromiter(map(len, records[start:]), np.int64) + FRAMING
+        lengths = _lengths(records[start:]) + FRAMING
         room = self._max_bytes - shard.frame_bytes
         fits = int(np.searchsorted(np.cumsum(lengths), room, side="right"))
         return start + max(fits, 1 if not shard.records else 0)
 
-    def _append(self, shard: _Shard, records: list[bytes]) -> None:
+    def _append(self, shard: _Shard, records: Sequence[bytes]) -> None:
         if not records:
             return
-        shard.writer.write_many(records)
-        lengths = np.fromiter(map(len, records), np.int64, len(records))
+        _write(shard.writer, records)
+        lengths = _lengths(records)
         shard.records += len(records)
         data_bytes = int(lengths.sum())
         shard.data_bytes += data_bytes
@@ -497,6 +498,17 @@ class ShardedWriter:
         )
         state = "closed" if self._closed else "open"
         return f"ShardedWriter({self._prefix!r}, {mode}, {self._written} records, {state})"
+
+
+def _write(writer: RecordWriter, records: Sequence[bytes]) -> None:
+    if isinstance(records, Frames):  # framed together by the features' batch encoder
+        writer.write_frames(records)
+    else:
+        writer.write_many(records)
+
+
+def _lengths(records: Sequence[bytes]) -> np.ndarray:
+    return records.lengths if isinstance(records, Frames) else np.fromiter(map(len, records), np.int64)
 
 
 def _remove_temporary_files(shards: list[_Shard]) -> list[tuple[str, OSError]]:

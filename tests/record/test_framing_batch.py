@@ -1,0 +1,65 @@
+"""Framing a batch at once: the same bytes as RecordWriter frames record by record."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tfrec
+from tfrec.record.framing_batch import Frames, frame_heads, frame_records
+
+
+def written_one_by_one(records: list[bytes]) -> bytes:
+    out = io.BytesIO()
+    with tfrec.RecordWriter(out) as writer:
+        for record in records:
+            writer.write(record)
+    return out.getvalue()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=20))
+def test_frames_are_the_writers_frames(records: list[bytes]) -> None:
+    frames = frame_records(records)
+    assert frames.data == written_one_by_one(records)
+    assert list(frames) == records
+    assert [frames[i] for i in range(-len(records), len(records))] == records * 2
+    assert frames.lengths.tolist() == [len(r) for r in records]
+
+
+@pytest.mark.parametrize(
+    "index", [slice(None), slice(1, 3), slice(2, 2), slice(None, None, 2), slice(1, None, 3)]
+)
+def test_a_slice_of_frames_is_the_frames_of_the_slice(index: slice) -> None:
+    records = [b"a", b"", b"bcd", bytes(70_000), b"e"]
+    part = frame_records(records)[index]
+    assert isinstance(part, Frames)
+    assert part.data == frame_records(records[index]).data
+    assert list(part) == records[index]
+
+
+def test_an_index_past_the_end_raises() -> None:
+    with pytest.raises(IndexError):
+        frame_records([b"a"])[1]
+
+
+def test_frame_heads_are_headers() -> None:
+    lengths = np.array([0, 1, 255, 65_536, 2**33], np.int64)
+    heads = frame_heads(lengths)
+    assert [row.tobytes() for row in heads] == [tfrec.record.frame.header(int(n)) for n in lengths]
+
+
+@pytest.mark.parametrize("compression", [None, "gzip", "zlib"])
+def test_write_frames_writes_what_write_many_writes(tmp_path, compression: str | None) -> None:
+    records = [bytes([i]) * i for i in range(50)]
+    with tfrec.RecordWriter(tmp_path / "a", compression) as writer:
+        assert writer.write_frames(frame_records(records[:20])) == 20
+        writer.write_frames(frame_records(records[20:]))
+    with tfrec.RecordWriter(tmp_path / "b", compression) as writer:
+        writer.write_many(records)
+    assert list(tfrec.read_records(tmp_path / "a", compression)) == records
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes() or compression is not None
