@@ -112,6 +112,23 @@ def best_time(
     return min(times[1:])
 
 
+def taking_turns(runs: dict[str, tuple[Any, int]], repeat: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Each run's best wall and best CPU seconds (all threads) over ``repeat`` rounds after a warm-up
+    round; the runs take turns within a round, so that a slow spell of a shared machine hits them all."""
+    wall: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    for attempt in range(repeat + 1):
+        for label, (run, expected) in runs.items():
+            started, cpu_started = time.perf_counter(), time.process_time()
+            if run() != expected:
+                raise SystemExit(f"error: {label}: a run counted other than {expected} records")
+            seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+            if attempt:
+                wall[label] = min(wall.get(label, seconds), seconds)
+                cpu[label] = min(cpu.get(label, cpu_seconds), cpu_seconds)
+    return wall, cpu
+
+
 def print_lines(lines: Sequence[Sequence[str]]) -> None:
     """Table rows as aligned columns: the first left-aligned, the others right-aligned."""
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]

@@ -36,12 +36,11 @@ records of the first batch parse back to the same values. Ratios are speedups ov
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import _common
 import numpy as np
-from _common import BATCH, batches, best_time, print_lines, versions
+from _common import BATCH, batches, best_time, print_lines, taking_turns, versions
 
 import tfrec
 from tfrec.features import ClassLabel, FeaturesDict, Tensor, Text
@@ -138,25 +137,6 @@ def tf_serialize(tf: Any, values: list[dict[str, Any]]) -> list[bytes]:
         }
         out.append(train.Example(features=train.Features(feature=feature)).SerializeToString())
     return out
-
-
-def taking_turns(
-    runs: dict[str, Any], expected: int, repeat: int
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Each run's best wall seconds and best CPU seconds over ``repeat`` rounds after a warm-up round;
-    the runs take turns within a round, so that a slow spell of a shared machine hits them all."""
-    wall: dict[str, float] = {}
-    cpu: dict[str, float] = {}
-    for attempt in range(repeat + 1):
-        for label, run in runs.items():
-            started, cpu_started = time.perf_counter(), time.process_time()
-            if run() != expected:
-                raise SystemExit(f"error: {label}: a run counted other than {expected} records")
-            seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
-            if attempt:
-                wall[label] = min(wall.get(label, seconds), seconds)
-                cpu[label] = min(cpu.get(label, cpu_seconds), cpu_seconds)
-    return wall, cpu
 
 
 def one_by_one(call: Any, records: list[bytes]) -> int:
@@ -299,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         ONE_PARSE: lambda: one_by_one(lambda r: tfrec.parse_single_example(r, SPEC), some),
         ONE_BATCH: lambda: deserialize(some),
     }
-    one, one_cpu = taking_turns(one_runs, len(some), args.repeat)
+    one, one_cpu = taking_turns({label: (run, len(some)) for label, run in one_runs.items()}, args.repeat)
     if tf is not None:
         few = records[: count // 100]
         seconds = best_time(lambda: tf_parse_single(tf, few), len(few), args.repeat)

@@ -59,7 +59,7 @@ from typing import Any
 
 import _common
 import numpy as np
-from _common import best_time, print_lines, scratch_parent, versions
+from _common import best_time, print_lines, scratch_parent, taking_turns, versions
 
 import tfrec
 from tfrec.data import RecordFileSource, ShardedWriter, TFRecordDataset, build_index, read_index
@@ -220,23 +220,6 @@ def gzip_rows(directory: str, count: int, repeat: int) -> tuple[list[tuple[str, 
     gz.close()
     flat.close()
     return rows, ok
-
-
-def taking_turns(runs: dict[str, tuple[Any, int]], repeat: int) -> tuple[dict[str, float], dict[str, float]]:
-    """Each run's best wall and best CPU seconds (all threads) over ``repeat`` rounds after a warm-up
-    round; the runs take turns within a round, so that a slow spell of a shared machine hits them all."""
-    wall: dict[str, float] = {}
-    cpu: dict[str, float] = {}
-    for attempt in range(repeat + 1):
-        for label, (run, expected) in runs.items():
-            started, cpu_started = time.perf_counter(), time.process_time()
-            if run() != expected:
-                raise SystemExit(f"error: {label}: a run counted other than {expected} records")
-            seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
-            if attempt:
-                wall[label] = min(wall.get(label, seconds), seconds)
-                cpu[label] = min(cpu.get(label, cpu_seconds), cpu_seconds)
-    return wall, cpu
 
 
 def tfrecord2idx(path: str, index_path: str, repeat: int) -> float | None:
