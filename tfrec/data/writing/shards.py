@@ -4,10 +4,13 @@
 over to a new shard at a record or byte limit. Every shard is written under a
 hidden temporary name (``.NAME.<hex>.tmp``, like every temporary file of tfrec)
 and all of them get their final names together at :meth:`ShardedWriter.close`
-(:func:`~tfrec.data.writing.publish.publish_shards`: an earlier set of the same
-name goes first, then the new shards in index order), so a dataset is whole
-under its final names or visibly incomplete: a failure (an exception in the
-``with`` block) removes what was written.
+(:func:`~tfrec.data.writing.publish.publish_shards`: the new shards in index
+order, then what is left of an earlier set), so a dataset is whole under its
+final names or visibly incomplete: a failure (an exception in the ``with``
+block) removes what was written. An earlier set of the prefix (any shard
+count) is an :class:`~tfrec.OutputExistsError` unless ``overwrite=True``. The
+prefix may be a URL (``memory://``, ``s3://``, ``gs://``... through fsspec):
+each shard is a temporary object in the same bucket until the set is published.
 
 Example:
     >>> with tfrec.ShardedWriter("out/train", num_shards=4, features=features) as writer:
@@ -34,12 +37,14 @@ import numpy as np
 from ...errors import EncodeError, InvalidArgumentError, OptionalDependencyError, TfrecError
 from ...features import FeaturesDict
 from ...record import RecordWriter, resolve_compression
+from ...record.files import local_file, open_new, remove_file
 from ...record.frame import FRAMING
 from ...record.writer import temporary_path
 from ..index.format import INDEX_SUFFIX, write_index
 from .chunks import CHUNK_RECORDS, record_chunks, sample_batches
+from .destination import file_size, make_directory, parent_directory
 from .names import shard_name, shard_suffix, shard_x_of_y
-from .publish import make_directory, publish_shards
+from .publish import check_free, publish_shards
 
 __all__ = [
     "ShardInfo",
@@ -135,7 +140,9 @@ class ShardedWriter:
 
     Args:
         path_prefix: shards are named ``{path_prefix}-{i:05d}-of-{n:05d}{suffix}``;
-            missing parent directories are created.
+            missing parent directories are created. A path, or a URL (``file://``,
+            or ``memory://``, ``s3://``, ``gs://``... through fsspec:
+            ``pip install 'tfrec[fsspec]'``).
         num_shards: write exactly this many shards, all open at once (more than
             the process may open is an InvalidArgumentError); records
             go round-robin (record ``k`` to shard ``k % num_shards``), so shards
@@ -155,6 +162,13 @@ class ShardedWriter:
             format), from the offsets known while writing. Needs uncompressed
             shards.
         suffix: the shards' file suffix.
+        overwrite: replace an earlier set of the prefix. Without it, any shard
+            ``{path_prefix}-I-of-N`` already there (any ``N``, any compression,
+            or its index file) or a temporary file of the prefix
+            (``.NAME-*.tmp``: a writer at work, or a killed one's) is an
+            :class:`~tfrec.OutputExistsError`, raised before anything is written.
+            With it, the earlier set stays until the new one is whole, then is
+            removed (see :mod:`~tfrec.data.writing.publish`).
 
     Give exactly one of ``num_shards``, ``max_records``, ``max_bytes``. Use it as
     a context manager, or call :meth:`close` (which returns the
@@ -179,6 +193,7 @@ class ShardedWriter:
         features: FeaturesDict | None = None,
         index: bool = False,
         suffix: str = ".tfrecord",
+        overwrite: bool = False,
     ) -> None:
         limits = {"num_shards": num_shards, "max_records": max_records, "max_bytes": max_bytes}
         given = {name: value for name, value in limits.items() if value is not None}
@@ -202,6 +217,12 @@ class ShardedWriter:
                 f"no record of a {self._codec} stream can be reached by its offset"
             )
         self._prefix = os.fspath(path_prefix)
+        if index and local_file(self._prefix) is None:
+            raise InvalidArgumentError(
+                f"ShardedWriter: {self._prefix}: index=True writes index files beside local shards only; "
+                "write the shards, then build their indexes where they are read (tfrec.build_index)"
+            )
+        self._overwrite = overwrite
         self._num_shards = num_shards
         self._max_records = max_records
         self._max_bytes = max_bytes
@@ -212,7 +233,8 @@ class ShardedWriter:
         self._written = 0
         self._summary: WriteSummary | None = None
         self._closed = False
-        make_directory(os.path.dirname(os.path.abspath(self._prefix)), "ShardedWriter")
+        make_directory(parent_directory(self._prefix), "ShardedWriter")
+        check_free(self._prefix, self._suffix, overwrite)
         if num_shards is not None:
             try:
                 for _ in range(num_shards):
@@ -341,12 +363,12 @@ class ShardedWriter:
     def _new_shard(self) -> _Shard:
         number = len(self._shards)
         pending = temporary_path(f"{self._prefix}-{number:05d}")
-        file = open(pending, "xb")  # noqa: SIM115  # closed by _finish or abort
+        file = open_new(pending)  # closed by _finish or abort
         try:
             writer = RecordWriter(file, self._codec, compression_level=self._level)
         except BaseException:
             file.close()
-            os.remove(pending)
+            remove_file(pending)
             raise
         shard = _Shard(number, pending, file, writer)
         self._shards.append(shard)
@@ -369,10 +391,11 @@ class ShardedWriter:
     def close(self) -> WriteSummary:
         """Finish every shard and give them their final names (idempotent).
 
-        The shards are published whole or visibly incomplete: an earlier set of
-        the same name and suffix is removed first (whatever its shard count),
-        then the shards are renamed in index order, so a process stopped on the
-        way leaves fewer than ``N`` shards, which readers report.
+        The shards are published whole or visibly incomplete: they are renamed
+        in index order, so a process stopped on the way leaves fewer than ``N``
+        shards, which readers report; an earlier set of the prefix (whatever its
+        shard count; only with ``overwrite=True``) is removed once the new one
+        is whole.
 
         Returns:
             The :class:`WriteSummary`.
@@ -393,7 +416,7 @@ class ShardedWriter:
                 ShardInfo(
                     final,
                     shard.records,
-                    os.path.getsize(shard.pending),
+                    file_size(shard.pending),
                     shard.data_bytes,
                     final + INDEX_SUFFIX if self._index else None,
                 )
@@ -404,7 +427,7 @@ class ShardedWriter:
                 + [(shard.pending, final)]
                 for shard, final in zip(self._shards, finals, strict=True)
             ]
-            publish_shards(self._prefix, self._suffix, renames)
+            publish_shards(self._prefix, self._suffix, renames, overwrite=self._overwrite)
         except BaseException as exc:
             self._abort_noting(exc)
             _note(exc, f"tfrec: {self._prefix}: no shard was kept")
@@ -488,9 +511,7 @@ def _remove_temporary_files(shards: list[_Shard]) -> list[tuple[str, OSError]]:
             shard.file.close()
         for path in filter(None, (shard.pending, shard.pending_index)):
             try:
-                os.remove(path)
-            except FileNotFoundError:
-                pass
+                remove_file(path)
             except OSError as exc:
                 failed.append((path, exc))
     return failed
@@ -527,13 +548,15 @@ def write_dataset(
     index: bool = False,
     suffix: str = ".tfrecord",
     progress: bool | None = None,
+    overwrite: bool = False,
 ) -> WriteSummary:
     """Write every sample (or bytes record, without ``features``) as shards, in one call.
 
     Args:
         samples: nested dicts (with ``features``) or bytes.
-        path_prefix, num_shards, max_records, max_bytes, compression, index, suffix:
-            as for :class:`ShardedWriter` (give one of the three limits).
+        path_prefix, num_shards, max_records, max_bytes, compression, index, suffix, overwrite:
+            as for :class:`ShardedWriter` (give one of the three limits; the prefix may be
+            a URL; an earlier set of the prefix is replaced only with ``overwrite=True``).
         features: the FeaturesDict that serializes the samples.
         progress: show a tqdm progress bar (records and records/s). ``None``:
             when tqdm is installed and stderr is a terminal; ``True``: always
@@ -556,6 +579,7 @@ def write_dataset(
         features=features,
         index=index,
         suffix=suffix,
+        overwrite=overwrite,
     ) as writer:
         if bar is None:
             writer.write_many(samples)
