@@ -172,7 +172,14 @@ def build_parser() -> argparse.ArgumentParser:
         "out",
         metavar="OUT",
         help="shard prefix (out/train), one file (out/train.tfrecord), a directory (out/ : shards "
-        "named from SRC, and features.json, inside), or .jsonl/.parquet/'-' for TFRecord input",
+        "named from SRC, and features.json, inside), or .jsonl/.parquet/'-' for TFRecord input; "
+        "a URL (s3://, gs://, memory://...) with fsspec installed",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier output at OUT (its shards in any count, a differing features.json); "
+        "the old set is removed once the new one is whole",
     )
     p.add_argument(
         "--from",
