@@ -100,10 +100,10 @@ def write_tfds_dir(
     dataset for tfds (nor for :func:`from_tfds_dir`), so an interrupted write
     never looks complete. With ``overwrite``, the new dataset is written whole
     into a hidden directory inside ``directory`` first; then the old dataset's
-    files are moved aside (its ``dataset_info.json`` first), the new ones moved
-    in, its ``dataset_info.json`` written, and only then the old files removed:
-    stopped at any point, ``directory`` holds the old dataset, the new one, or
-    no ``dataset_info.json`` (the old files then kept in ``.tfds-old.<hex>.tmp``).
+    files are moved aside to hidden names (its ``dataset_info.json`` first), the
+    new ones moved in, its ``dataset_info.json`` written, and only then the old
+    files removed: stopped at any point, ``directory`` holds the old dataset, the
+    new one, or no ``dataset_info.json`` (the old files then kept as ``.NAME.<hex>.tmp``).
 
     Raises:
         InvalidArgumentError: an argument is invalid, or ``directory`` is under a regular file.
@@ -142,15 +142,21 @@ def write_tfds_dir(
         _write_json(info_path, _dataset_info(name, version, description, summaries))
         return summaries
     staging = temporary_path(join_location(directory, "tfds-new"))
+    aside: list[str] = []
     try:
         summaries = _write_splits(staging, splits, features, name, limits, progress)
-        aside = temporary_path(join_location(directory, "tfds-old"))
-        _move_all(directory, [os.path.basename(path) for path in old], aside)  # dataset_info.json first
-        _move_all(staging, list_names(staging), directory)
+        for path in old:  # dataset_info.json first: from then on the directory is no dataset
+            aside.append(temporary_path(path))
+            move_file(path, aside[-1])
+        for entry in list_names(staging):
+            move_file(join_location(staging, entry), join_location(directory, entry))
     finally:
-        _remove_all(staging)
+        for entry in list_names(staging):
+            remove_file(join_location(staging, entry))
+        remove_directory(staging)
     _write_json(info_path, _dataset_info(name, version, description, summaries))
-    _remove_all(aside)  # the new dataset whole: the old one's files go
+    for path in aside:  # the new dataset whole: the old one's files go
+        remove_file(path)
     return {split: _moved(summary, directory) for split, summary in summaries.items()}
 
 
@@ -187,20 +193,6 @@ def _write_splits(
         prefix = join_location(directory, f"{name}-{split}.{_FILE_FORMAT}")
         summaries[split] = write_dataset(samples, prefix, features, suffix="", progress=progress, **limits)
     return summaries
-
-
-def _move_all(source: str, names: list[str], target: str) -> None:
-    """Move the files ``names`` from the directory ``source`` into ``target``, in order."""
-    make_directory(target, "write_tfds_dir")
-    for entry in names:
-        move_file(join_location(source, entry), join_location(target, entry))
-
-
-def _remove_all(directory: str) -> None:
-    """Remove the files in ``directory``, then the directory (one that is not there is no error)."""
-    for entry in list_names(directory):
-        remove_file(join_location(directory, entry))
-    remove_directory(directory)
 
 
 def _moved(summary: WriteSummary, directory: str) -> WriteSummary:

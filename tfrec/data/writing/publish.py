@@ -13,18 +13,19 @@ naming the files, unless the writer was given ``overwrite=True`` (``--overwrite`
 was there is kept until the new set is whole:
 
 1. every shard (and its index file) is complete under a temporary name;
-2. with ``overwrite``, old files the new set's names take (an earlier set of the same count)
-   are moved aside to hidden temporary names: that old set is now visibly incomplete;
+2. with ``overwrite``, the earlier set (any count, any compression) is moved aside to hidden
+   temporary names, in index order: it is visibly incomplete from its first shard on, and its
+   records are still on disk;
 3. the new shards are renamed in index order, each one's index file first;
-4. the new set whole, the rest of the earlier set (other counts, other compression) is
-   removed in index order, then the files moved aside.
+4. the new set whole, the files moved aside are removed.
 
 A set cut short at any step holds fewer than ``N`` shards, which readers notice
-(:func:`tfrec.data.expand_paths`); an old set of another count left beside a whole new one
-makes readers of the prefix refuse two counts. The last shard, ``{name}-(N-1)-of-N``, appears
-last: it is the set's completion record. If a rename fails, the new files are removed and the
-old ones moved back. Sets that TensorFlow, tfds or older tfrec versions wrote read as before:
-only missing shards are an error.
+(:func:`tfrec.data.expand_paths`), and never a mix of an old and a new set nor two counts of
+one name. The last shard, ``{name}-(N-1)-of-N``, appears last: it is the set's completion
+record. If a rename fails, the new files are removed and the old ones moved back. A writer
+killed between steps 2 and 4 leaves the old records in ``.{shard name}.<hex>.tmp`` files.
+Sets that TensorFlow, tfds or older tfrec versions wrote read as before: only missing shards
+are an error.
 
 Example:
     >>> publish_shards("out/train", ".tfrecord", [[(pending, "out/train-00000-of-00001.tfrecord")]])
@@ -170,16 +171,10 @@ def publish_shards(
     old = existing_shards(prefix, suffix)
     if not overwrite:
         refuse_existing(prefix, old, option)
-    finals = {split_location(final)[1] for shard in renames for _, final in shard}
-    taken = [
-        path
-        for path in old
-        if (name := split_location(path)[1]) in finals or name.removesuffix(INDEX_SUFFIX) in finals
-    ]
     aside: list[tuple[str, str]] = []
     published: list[str] = []
     try:
-        for path in taken:
+        for path in old:  # hidden, not removed: the old set is visibly incomplete, its records kept
             backup = temporary_path(path)
             move_file(path, backup)
             aside.append((path, backup))
@@ -195,8 +190,5 @@ def publish_shards(
             with contextlib.suppress(OSError):
                 move_file(backup, path)
         raise
-    for path in old:
-        if path not in taken:
-            remove_file(path)
-    for _, backup in aside:
+    for _, backup in aside:  # the new set is whole: the old one goes
         remove_file(backup)
