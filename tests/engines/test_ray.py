@@ -206,7 +206,7 @@ def test_a_failed_write_leaves_no_shard(cluster: object, tmp_path: Path) -> None
 def test_write_refuses_an_earlier_set_then_replaces_it_whole(cluster: object, tmp_path: Path) -> None:
     datasets = pytest.importorskip("sklearn.datasets")
     wine = datasets.load_wine(as_frame=True).frame[["alcohol", "target"]]
-    ds = ray.data.from_pandas(wine)
+    ds = ray.data.from_items(wine.to_dict("records"))
     prefix = tmp_path / "wine"
     tfrec_ray.write_tfrecords(ds, prefix, num_shards=3)
     with pytest.raises(tfrec.OutputExistsError, match=r"wine-00000-of-00003\.tfrecord.*overwrite=True"):
