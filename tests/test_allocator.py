@@ -53,8 +53,10 @@ def test_batched_reading_keeps_freed_memory_for_the_next_batch() -> None:
 @pytest.mark.skipif(not GLIBC, reason="tunes glibc's allocator only")
 def test_read_batches_and_datasets_tune_the_allocator(tmp_path: Path) -> None:
     for start in (
-        "tfrec.write_records('x.tfrecord', [b'a']); next(tfrec.read_batches('x.tfrecord', 4))",
-        "tfrec.write_records('x.tfrecord', [b'a']); list(tfrec.TFRecordDataset('x.tfrecord'))",
+        "tfrec.write_records('x.tfrecord', [b'a'], overwrite=True); "
+        "next(tfrec.read_batches('x.tfrecord', 4))",
+        "tfrec.write_records('x.tfrecord', [b'a'], overwrite=True); "
+        "list(tfrec.TFRecordDataset('x.tfrecord'))",
     ):
         setup = f"import os; os.chdir({str(tmp_path)!r}); {start}"
         assert _faults_per_value(setup) < 0.02, start

@@ -86,6 +86,16 @@ INSTANCES: list[tuple[str, Exception, str, dict[str, object]]] = [
         "iris.csv, row 3, column 'sepal_length': not a number: 'x'",
         {"path": "iris.csv", "where": "row 3, column 'sepal_length'", "problem": "not a number: 'x'"},
     ),
+    (
+        "OutputExistsError",
+        tfrec.OutputExistsError(
+            "out/train: found out/train-00000-of-00002.tfrecord; pass overwrite=True",
+            paths=["out/train-00000-of-00002.tfrecord"],
+            option="overwrite=True",
+        ),
+        "out/train: found out/train-00000-of-00002.tfrecord; pass overwrite=True",
+        {"paths": ["out/train-00000-of-00002.tfrecord"], "option": "overwrite=True"},
+    ),
 ]
 
 
@@ -167,6 +177,7 @@ HIERARCHY: list[tuple[type[Exception], tuple[type[BaseException], ...]]] = [
     (tfrec.DatasetStateError, (tfrec.TfrecError, ValueError)),
     (tfrec.WorkerError, (tfrec.TfrecError, RuntimeError)),
     (tfrec.ConvertError, (tfrec.TfrecError, ValueError)),
+    (tfrec.OutputExistsError, (tfrec.InvalidArgumentError, tfrec.TfrecError, ValueError, FileExistsError)),
 ]
 
 

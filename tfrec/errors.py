@@ -31,6 +31,7 @@ __all__ = [
     "MissingFileError",
     "OptionalDependencyError",
     "OutOfRangeError",
+    "OutputExistsError",
     "RecordError",
     "RecordTypeError",
     "SchemaError",
@@ -352,3 +353,30 @@ class ConvertError(TfrecError, ValueError):
         self.problem = problem
         location = ", ".join(part for part in (path, where) if part)
         super().__init__(f"{location}: {problem}" if location else problem)
+
+
+# -- writers: an output that is already there -------------------------------------------------------
+
+
+class OutputExistsError(InvalidArgumentError, FileExistsError):
+    """A writer found files where it was asked to write, and was not asked to replace them.
+
+    Attributes:
+        paths: the files found (shards of the prefix in any count, a file of the same name,
+            a ``features.json`` or ``dataset_info.json``, temporary names of another writer).
+        option: what allows the replacement (``"overwrite=True"``, ``"--overwrite"``).
+
+    Example:
+        >>> tfrec.write_dataset(samples, "out/train", features, num_shards=2)
+        Traceback (most recent call last):
+        OutputExistsError: out/train: found out/train-00000-of-00004.tfrecord, ...; pass overwrite=True ...
+    """
+
+    def __init__(self, message: str, *, paths: list[str] | None = None, option: str | None = None) -> None:
+        self.paths = list(paths or [])
+        self.option = option
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Built through __init__: an OSError cannot be made by ValueError.__new__ as _rebuild does.
+        return (type(self), (str(self),), self.__dict__)

@@ -147,3 +147,15 @@ def test_a_failed_write_leaves_no_shard(client: object, tmp_path: Path) -> None:
 def test_records_per_partition_must_be_a_count(shards: Path, bad: object) -> None:
     with pytest.raises(tfrec.InvalidArgumentError, match="records_per_partition"):
         tfrec_dask.read_tfrecords(shards / "train-*.tfrecord", FEATURES, records_per_partition=bad)
+
+
+def test_to_tfrecords_refuses_an_earlier_set_then_replaces_it_whole(client: object, tmp_path: Path) -> None:
+    datasets = pytest.importorskip("sklearn.datasets")
+    wine = datasets.load_wine(as_frame=True).frame[["alcohol", "target"]]
+    prefix = tmp_path / "wine"
+    tfrec_dask.to_tfrecords(dd.from_pandas(wine, npartitions=4), prefix)
+    with pytest.raises(tfrec.OutputExistsError, match=r"wine-00000-of-00004\.tfrecord.*overwrite=True"):
+        tfrec_dask.to_tfrecords(dd.from_pandas(wine, npartitions=2), prefix)
+    paths = tfrec_dask.to_tfrecords(dd.from_pandas(wine, npartitions=2), prefix, overwrite=True)
+    assert sorted(os.listdir(tmp_path)) == ["features.json", *sorted(map(os.path.basename, paths))]
+    assert sum(1 for p in paths for _ in tfrec.read_records(p)) == len(wine)

@@ -201,3 +201,16 @@ def test_a_failed_write_leaves_no_shard(cluster: object, tmp_path: Path) -> None
     with pytest.raises(tfrec.EncodeError):
         tfrec_ray.write_tfrecords(ds, tmp_path / "fail", features, num_shards=2)
     assert os.listdir(tmp_path) == []
+
+
+def test_write_refuses_an_earlier_set_then_replaces_it_whole(cluster: object, tmp_path: Path) -> None:
+    datasets = pytest.importorskip("sklearn.datasets")
+    wine = datasets.load_wine(as_frame=True).frame[["alcohol", "target"]]
+    ds = ray.data.from_items(wine.to_dict("records"))
+    prefix = tmp_path / "wine"
+    tfrec_ray.write_tfrecords(ds, prefix, num_shards=3)
+    with pytest.raises(tfrec.OutputExistsError, match=r"wine-00000-of-00003\.tfrecord.*overwrite=True"):
+        tfrec_ray.write_tfrecords(ds, prefix, num_shards=2)
+    paths = tfrec_ray.write_tfrecords(ds, prefix, num_shards=2, overwrite=True)
+    assert sorted(os.listdir(tmp_path)) == ["features.json", *sorted(map(os.path.basename, paths))]
+    assert sum(1 for p in paths for _ in tfrec.read_records(p)) == len(wine)

@@ -22,7 +22,7 @@ TOTAL = RECORDS * (RECORD_SIZE + 16)  # uncompressed file size
 _CLOSE_TWICE = """
 import resource, tfrec
 path = sys.argv[1] if len(sys.argv) > 1 else PATH
-writer = tfrec.RecordWriter(PATH, compression=COMPRESSION)
+writer = tfrec.RecordWriter(PATH, compression=COMPRESSION, overwrite=True)
 writer.write_many(bytes([i % 256]) * RECORD_SIZE for i in range(RECORDS))
 outcome = {}
 try:

@@ -101,7 +101,10 @@ def test_killed_at_every_step_of_close_the_set_is_whole_or_refused(tmp_path: Pat
         (directory / "out").mkdir(parents=True)
         if old_shards:
             write_dataset(old, directory / "out" / "train", num_shards=old_shards, index=True)
-    work = f"def work():\n    tfrec.write_dataset({new!r}, 'out/train', num_shards=4, index=True)\n"
+    work = (
+        f"def work():\n    tfrec.write_dataset({new!r}, 'out/train', num_shards=4, index=True,"
+        " overwrite=True)\n"
+    )
     finished = _run_kills(plan, work)
     assert finished[19], "the writer never finished"
     for kill_at, directory in plan.items():
@@ -123,7 +126,7 @@ def test_killed_at_every_step_of_close_the_set_is_whole_or_refused(tmp_path: Pat
 
 def test_rewriting_with_another_shard_count_replaces_the_earlier_set(tmp_path: Path) -> None:
     write_dataset(_records(1, 30), tmp_path / "train", num_shards=4, index=True)
-    write_dataset(_records(2, 30), tmp_path / "train", num_shards=2)
+    write_dataset(_records(2, 30), tmp_path / "train", num_shards=2, overwrite=True)
     assert sorted(os.listdir(tmp_path)) == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
     assert sorted(_read_all(str(tmp_path / "train-*"))) == sorted(_records(2, 30))
 
@@ -139,7 +142,9 @@ from tfrec.features import FeaturesDict
 def work():
     features = FeaturesDict({"id": tfrec.int64})
     samples = [{"id": 100 + i} for i in range(40)]
-    tfrec.data.write_tfds_dir("toy/1.0.0", {"train": samples}, features, name="toy", num_shards=4)
+    tfrec.data.write_tfds_dir(
+        "toy/1.0.0", {"train": samples}, features, name="toy", num_shards=4, overwrite=True
+    )
 """
     finished = _run_kills(plan, work)
     assert finished[19], "the writer never finished"

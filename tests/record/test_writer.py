@@ -167,7 +167,7 @@ def test_writer_default_compression_follows_the_suffix(
     path = tmp_path / f"data{suffix}"
     tfrec.write_records(path, [b"x"])
     assert decompress(path.read_bytes(), expected) == ref.frame(b"x")
-    with tfrec.RecordWriter(path) as writer:
+    with tfrec.RecordWriter(path, overwrite=True) as writer:
         writer.write(b"y")
     assert decompress(path.read_bytes(), expected) == ref.frame(b"y")
 
@@ -252,7 +252,7 @@ def test_writer_writes_a_hidden_temp_file_and_renames_it_on_close(
 def test_writer_replaces_an_existing_file_only_on_close(tmp_path: Path) -> None:
     path = tmp_path / "data.tfrecord"
     path.write_bytes(b"old")
-    with tfrec.RecordWriter(path) as writer:
+    with tfrec.RecordWriter(path, overwrite=True) as writer:
         writer.write(b"new")
         writer.flush()
         assert path.read_bytes() == b"old"

@@ -36,7 +36,7 @@ exit status: 0 ok, 1 data error (damage, bad input), 2 usage error.
 
 _EXAMPLES = {
     "convert": """\
-  tfrec convert examples/digits.tar.gz out/digits --num-shards 4 --types cls=int64,png=image
+  tfrec convert examples/digits.tar.gz out/digits --num-shards 4 --types cls=int64,png=image --overwrite
   tfrec convert examples/digits.tar.gz out/train/ --keep png,cls --rename png=image,cls=label
   tfrec convert examples/iris.csv out/iris/iris.tfrecord --types species=text --defaults petal_width=0
   tfrec convert examples/iris.csv out/iris2/      # out/iris2/iris-00000-of-00001.tfrecord, features.json
@@ -177,7 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
         "out",
         metavar="OUT",
         help="shard prefix (out/train), one file (out/train.tfrecord), a directory (out/ : shards "
-        "named from SRC, and features.json, inside), or .jsonl/.parquet/'-' for TFRecord input",
+        "named from SRC, and features.json, inside), or .jsonl/.parquet/'-' for TFRecord input; "
+        "a URL (s3://, gs://, memory://...) with fsspec installed",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier output at OUT (its shards in any count, a differing features.json); "
+        "the old set is removed once the new one is whole",
     )
     p.add_argument(
         "--from",

@@ -4,6 +4,10 @@ OUT: a shard prefix (``out/train``), one file (``out/train.tfrecord``), or a dir
 one, or a name ending in ``/``) that then holds the shards, named from SRC, and features.json. From
 TFRecord input, ``.jsonl``/``.ndjson``/``.json`` and ``.parquet``/``.pq`` write those formats; an
 OUT named like another format (``.csv``, ``.tar``, ...) is a usage error, never a TFRecord under it.
+
+An earlier output at OUT (shards of the prefix in any count, the file, a features.json of other
+features) is a usage error (exit 2) naming what was found, unless ``--overwrite``: the old set is
+then removed once the new one is whole. TFRecord OUT may be a URL (fsspec).
 """
 
 from __future__ import annotations
@@ -37,12 +41,13 @@ from ..convert import (
     rename,
     write_samples,
 )
-from ..convert.pipeline import member_bytes
+from ..convert.pipeline import check_output, is_single_file, member_bytes
 from ..convert.transforms import KEY
 from ..convert.types import parse_pairs
 from ..data import infer_features, write_dataset
 from ..data.writing.names import TFRECORD_SUFFIXES
-from ..errors import InvalidArgumentError, MissingFileError
+from ..errors import InvalidArgumentError, MissingFileError, OutputExistsError
+from ..record.files import exists
 from .reading import Damage, Place, walk
 
 __all__ = ["FORMATS", "convert", "detect_format"]
@@ -268,6 +273,7 @@ def _from_tfrecord(source: str, out: str, args: argparse.Namespace) -> int:
                 progress=args.progress,
                 index=args.index,
                 gzip_member_bytes=member_bytes(args.compression, None),
+                overwrite=args.overwrite,
                 **limit,
             )
             for path in summary.paths:
@@ -306,6 +312,19 @@ def _jsonl_file(rows: Any, path: str, features: Any) -> int:
         return records_to_jsonl(rows, file, features=features)
 
 
+def _check_free(out: str, args: argparse.Namespace) -> None:
+    """The TFRecord -> JSON Lines / Parquet / TFRecord output is not there, or --overwrite."""
+    if out == "-" or args.overwrite:
+        return
+    if out.lower().endswith(JSONL_OUT + PARQUET_OUT):
+        if exists(out):
+            raise OutputExistsError(
+                f"{out}: the file exists; pass --overwrite to replace it", paths=[out], option="--overwrite"
+            )
+        return
+    check_output(out, None, single=False, compression=args.compression, option="--overwrite")
+
+
 def _atomic(out: str, write: Any) -> None:
     """Write through a hidden temporary name, renamed to ``out`` only when complete."""
     directory, name = os.path.split(os.path.abspath(out))
@@ -339,8 +358,21 @@ def convert(args: argparse.Namespace) -> int:
     out = output_prefix(out, source)
     _check_output(out, kind)
     if kind == "tfrecord":
+        _check_free(out, args)
         return _from_tfrecord(source, out, args)
     samples = _samples(kind, source, args)
+    try:  # before the input is read: a refusal costs nothing
+        check_output(
+            out,
+            None if args.no_features_json else samples.features,
+            single=is_single_file(out, args.num_shards, args.max_records),
+            compression=args.compression,
+            overwrite=args.overwrite,
+            option="--overwrite",
+        )
+    except BaseException:
+        samples.close()
+        raise
     summary = write_samples(
         samples,
         out,
@@ -350,6 +382,7 @@ def convert(args: argparse.Namespace) -> int:
         progress=args.progress,
         save_features=not args.no_features_json,
         index=args.index,
+        overwrite=args.overwrite,
     )
     if not args.quiet:
         for shard in summary.shards:

@@ -217,7 +217,8 @@ def read_csv(
     for name, value in default_map.items():  # a bad default is an error now, not at the first empty cell
         coerce(value, column_types[name], where=f"defaults, column {name!r}")
     samples = _rows(owned, where, itertools.chain(ahead, rows), names, column_types, default_map)
-    return Samples(features, map(nest, samples) if nested else samples, where)
+    closer = owned.close if owned is not None else None
+    return Samples(features, map(nest, samples) if nested else samples, where, closer)
 
 
 def _nonempty(cell: str) -> str:

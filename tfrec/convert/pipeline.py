@@ -9,6 +9,10 @@ hidden temporary names and published together at the end, whole or visibly incom
 in index order, so readers refuse a set cut short); ``features.json`` is written last, and if
 that fails the shards are removed again in index order.
 
+An earlier output is replaced only with ``overwrite=True`` (:func:`check_output` says what
+counts); OUT may be a URL (``memory://``, ``s3://``, ``gs://``... through fsspec), and
+``features.json`` then goes beside the shards in the same bucket.
+
 Example:
     >>> summary = write_samples(read_csv("iris.csv"), "out/iris", num_shards=2)
     >>> summary.paths
@@ -24,15 +28,55 @@ from typing import Any
 
 from ..data import ShardInfo, WriteSummary, build_index, write_dataset
 from ..data.writing.chunks import record_chunks
-from ..data.writing.names import TFRECORD_SUFFIXES
+from ..data.writing.destination import (
+    differing_features_file,
+    file_size,
+    make_directory,
+    parent_directory,
+)
+from ..data.writing.destination import save_features as store_features  # the argument has its name
+from ..data.writing.names import TFRECORD_SUFFIXES, shard_suffix
+from ..data.writing.publish import check_free, refuse_existing
 from ..errors import ConvertError, EncodeError, TfrecError
 from ..features import FeaturesDict
 from ..record import RecordWriter, resolve_compression
 from ..record.compression import GZIP_MEMBER_BYTES
+from ..record.files import exists, remove_file
 from .samples import Samples
 from .transforms import KEY
 
-__all__ = ["write_samples"]
+__all__ = ["check_output", "is_single_file", "write_samples"]
+
+
+def is_single_file(out: str, num_shards: int | None, max_records: int | None) -> bool:
+    """Whether ``out`` names one TFRecord file rather than a shard prefix."""
+    return num_shards is None and max_records is None and out.endswith(TFRECORD_SUFFIXES)
+
+
+def check_output(
+    out: str,
+    features: FeaturesDict | None,
+    *,
+    single: bool,
+    compression: str | None = None,
+    overwrite: bool = False,
+    option: str = "overwrite=True",
+) -> None:
+    """Refuse to write over an earlier output unless ``overwrite``; nothing is written before.
+
+    What counts: for one file, a file of that name; for a prefix, its shards in any count
+    and compression (and index files) and temporary files of the prefix; and, when
+    ``features`` is saved, a ``features.json`` beside OUT that describes other features (one
+    with the same features is no conflict: ``train`` and ``test`` share a directory).
+
+    Raises:
+        OutputExistsError: naming what was found and ``option``.
+    """
+    if not single:
+        check_free(out, shard_suffix(resolve_compression(compression, None)), overwrite, option, features)
+    elif not overwrite:
+        conflict = differing_features_file(features, parent_directory(out)) if features is not None else None
+        refuse_existing(out, [path for path in (out if exists(out) else None, conflict) if path], option)
 
 
 def _serialized(samples: Samples, features: FeaturesDict) -> Iterator[bytes]:
@@ -57,6 +101,7 @@ def write_samples(
     progress: bool | None = None,
     save_features: bool = True,
     index: bool = False,
+    overwrite: bool = False,
 ) -> WriteSummary:
     """Write ``samples`` as TFRecord files; returns what was written.
 
@@ -64,7 +109,7 @@ def write_samples(
         samples: from a converter (``read_csv``, ``read_webdataset``, ...).
         out: a shard prefix (``out/train`` -> ``out/train-00000-of-00004.tfrecord``), or a single
             file's name ending in ``.tfrecord`` (``.gz``/``.zz`` for compression) when neither
-            ``num_shards`` nor ``max_records`` is given.
+            ``num_shards`` nor ``max_records`` is given; a path or a URL.
         num_shards, max_records: as for :class:`tfrec.data.ShardedWriter` (default: one shard).
         compression: ``None``, ``"gzip"`` or ``"zlib"``. Gzip is written as a series of gzip
             members of 1 MiB of records (one gzip stream to every reader), so that it can be
@@ -73,15 +118,29 @@ def write_samples(
         index: also write an index beside each file (``tfrec.build_index``'s format).
         save_features: write ``features.json`` (and class names) into the output's directory,
             as tensorflow_datasets lays a dataset out.
+        overwrite: replace an earlier output (see :func:`check_output`): the old set stays until
+            the new one is whole. Without it, one is an :class:`~tfrec.OutputExistsError`.
 
     Raises:
         ConvertError: a sample cannot be read or stored (names the input and the sample).
+        OutputExistsError: an earlier output is there and ``overwrite`` is not given.
     """
     out = os.fspath(out)
     features = samples.features
-    single = num_shards is None and max_records is None and out.endswith(TFRECORD_SUFFIXES)
+    single = is_single_file(out, num_shards, max_records)
+    try:
+        check_output(
+            out,
+            features if save_features else None,
+            single=single,
+            compression=compression,
+            overwrite=overwrite,
+        )
+    except BaseException:
+        samples.close()
+        raise
     if single:
-        summary = _write_one(_serialized(samples, features), out, compression, progress, index)
+        summary = _write_one(_serialized(samples, features), out, compression, progress, index, overwrite)
     else:
         limit: dict[str, Any] = (
             {"max_records": max_records} if max_records else {"num_shards": num_shards or 1}
@@ -93,15 +152,16 @@ def write_samples(
             progress=progress,
             index=index,
             gzip_member_bytes=member_bytes(compression, None),
+            overwrite=overwrite,
             **limit,
         )
     if save_features:
         try:
-            features.save(os.path.dirname(os.path.abspath(out)))
+            store_features(features, parent_directory(out))
         except BaseException:
             for path in summary.paths:  # in index order: stopped on the way, the set stays visibly incomplete
                 with contextlib.suppress(OSError):
-                    os.remove(path)
+                    remove_file(path)
             raise
     return summary
 
@@ -113,15 +173,21 @@ def member_bytes(compression: str | None, path: str | None) -> int | None:
 
 
 def _write_one(
-    records: Iterator[bytes], out: str, compression: str | None, progress: bool | None, index: bool
+    records: Iterator[bytes],
+    out: str,
+    compression: str | None,
+    progress: bool | None,
+    index: bool,
+    overwrite: bool,
 ) -> WriteSummary:
     bar = _bar(progress)
     count = data_bytes = 0
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    make_directory(parent_directory(out), "write_samples")
     writer = RecordWriter(
         out,
         compression if compression is not None else "auto",
         gzip_member_bytes=member_bytes(compression, out),
+        overwrite=overwrite,
     )
     try:
         for chunk in record_chunks(records):
@@ -134,13 +200,13 @@ def _write_one(
         partial = writer.abort()
         if partial is not None:
             with contextlib.suppress(OSError):
-                os.remove(partial)
+                remove_file(partial)
         raise
     finally:
         if bar is not None:
             bar.close()
     writer.close()
-    summary = WriteSummary((ShardInfo(out, count, os.path.getsize(out), data_bytes),))
+    summary = WriteSummary((ShardInfo(out, count, file_size(out), data_bytes),))
     if index:
         build_index(out)
     return summary

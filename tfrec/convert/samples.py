@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,14 +33,24 @@ class Samples:
         features: the FeaturesDict every sample fits.
         samples: the samples (nested dicts), consumed once.
         source: where they come from, for messages.
+        closer: releases what the converter opened (a file), for samples that will not be read.
     """
 
     features: FeaturesDict
     samples: Iterator[dict[str, Any]]
     source: str = "<samples>"
+    closer: Callable[[], None] | None = None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.samples
+
+    def close(self) -> None:
+        """Release the source without reading the samples (a writer refused the output first)."""
+        close = getattr(self.samples, "close", None)
+        if close is not None:
+            close()
+        if self.closer is not None:
+            self.closer()
 
 
 def connector_from_value(

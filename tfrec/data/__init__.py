@@ -23,7 +23,8 @@ from .random_access.source import RecordFileSource
 from .sharding.consumers import ShardOptions
 from .tfds.directory import TfdsSplit, from_tfds_dir, write_tfds_dir
 from .tfds.load import LoadedSplit, load_tfds
-from .writing.shards import ShardedWriter, ShardInfo, WriteSummary, shard_name, write_dataset
+from .writing.one_call import write_dataset
+from .writing.shards import ShardedWriter, ShardInfo, WriteSummary, shard_name
 
 __all__ = [
     "DatasetIterator",

@@ -30,6 +30,7 @@ from ..data import expand_paths, open_binary, read_index, shard_name
 from ..data.index.format import INDEX_SUFFIX
 from ..data.paths import is_url
 from ..data.writing.names import pending_name, pending_pattern, shard_suffix
+from ..data.writing.publish import check_free, publish_shards
 from ..errors import OptionalDependencyError, SchemaError
 from ..features import FeaturesDict
 from ..record import RecordReader, RecordWriter, resolve_compression
@@ -182,6 +183,7 @@ def to_tfrecords(
     features: FeaturesDict | None = None,
     *,
     compression: str | None = None,
+    overwrite: bool = False,
 ) -> list[str]:
     """Write a Dask DataFrame as TFRecord shards, one per partition: ``{path}-{i:05d}-of-{n:05d}.tfrecord``.
 
@@ -192,9 +194,17 @@ def to_tfrecords(
             meta (numbers, and Arrow-backed lists, bytes and text). Written once as
             ``features.json`` beside the shards.
         compression: ``None``, ``"gzip"`` or ``"zlib"`` (the suffix gets ``.gz`` / ``.zz``).
+        overwrite: replace an earlier output of the prefix. Without it, shards of the prefix
+            in any count or compression, temporary files of the prefix (``.NAME-*.tmp``) or a
+            ``features.json`` of other features beside it are an
+            :class:`~tfrec.OutputExistsError`, raised before any partition is computed.
 
     Returns:
         The shards' paths, in partition order.
+
+    Each partition is written under a hidden name; the shards get their final names once all
+    are written, in index order (with ``overwrite``, the earlier set is removed once the new one
+    is whole); a failed write removes them.
 
     Example:
         >>> tfrec.dask.to_tfrecords(ddf.repartition(npartitions=16), "out/train", features)
@@ -214,6 +224,7 @@ def to_tfrecords(
     os.makedirs(directory, exist_ok=True)
     codec = resolve_compression(compression, None)
     suffix = shard_suffix(codec)
+    check_free(prefix, suffix, overwrite, features=features)
     token = secrets.token_hex(4)
     pendings = [pending_name(prefix, i, token) for i in range(ddf.npartitions)]
     tasks = [
@@ -228,7 +239,13 @@ def to_tfrecords(
                 os.remove(leftover)
         raise
     finals = [shard_name(prefix, i, len(pendings), suffix) for i in range(len(pendings))]
-    for pending, final in zip(pendings, finals, strict=True):
-        os.replace(pending, final)
+    renames = [[(pending, final)] for pending, final in zip(pendings, finals, strict=True)]
+    try:
+        publish_shards(prefix, suffix, renames, overwrite=overwrite)
+    except BaseException:
+        for pending in pendings:
+            with contextlib.suppress(OSError):
+                os.remove(pending)
+        raise
     features.save(directory)
     return finals

@@ -6,7 +6,8 @@ fixed-shape tensors as Ray's tensor extension type, varying lengths as lists, by
 Writing is a ``Datasink``: each write task writes one shard under a hidden name (itself written
 through a temporary file), and the driver gives them their final names
 ``{prefix}-{i:05d}-of-{n:05d}.tfrecord`` once every task has finished, then writes
-``features.json`` beside them.
+``features.json`` beside them. An earlier output of the prefix is replaced only with
+``overwrite=True`` (see :func:`write_tfrecords`).
 
 TensorFlow is never imported.
 
@@ -32,6 +33,7 @@ from ..arguments import check_count
 from ..data import expand_paths, shard_name
 from ..data.paths import is_listed
 from ..data.writing.names import pending_name, pending_pattern, shard_suffix
+from ..data.writing.publish import check_free, publish_shards
 from ..errors import MissingFileError, OptionalDependencyError, SchemaError
 from ..features import FeaturesDict
 from ..record import RecordReader, RecordWriter, resolve_compression
@@ -220,8 +222,10 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc,type-arg]
         features: FeaturesDict | None = None,
         *,
         compression: str | None = None,
+        overwrite: bool = False,
     ) -> None:
         self._prefix = os.path.abspath(os.fspath(path_prefix))
+        self._overwrite = overwrite
         self._features = features
         self._codec = resolve_compression(compression, None)
         self._suffix = shard_suffix(self._codec)
@@ -231,10 +235,16 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc,type-arg]
     def _pending(self, task: int) -> str:
         return pending_name(self._prefix, task, self._token)
 
+    def check_free(self) -> None:
+        """Refuse an earlier output of the prefix unless ``overwrite``: its shards in any count and
+        compression, temporary files of the prefix, a ``features.json`` of other features."""
+        check_free(self._prefix, self._suffix, self._overwrite, features=self._features)
+
     def on_write_start(self, schema: Any = None) -> None:
         os.makedirs(os.path.dirname(self._prefix), exist_ok=True)
         if self._features is None and schema is not None:
             self._features = features_from_arrow(_arrow_schema(schema))
+        self.check_free()
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> int:
         pending = self._pending(ctx.task_idx)
@@ -262,9 +272,14 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc,type-arg]
                 pass
             written = [self._pending(0)]
         total = len(written)
-        self.paths = [shard_name(self._prefix, i, total, self._suffix) for i in range(total)]
-        for pending, final in zip(written, self.paths, strict=True):
-            os.replace(pending, final)
+        paths = [shard_name(self._prefix, i, total, self._suffix) for i in range(total)]
+        renames = [[(pending, final)] for pending, final in zip(written, paths, strict=True)]
+        try:
+            publish_shards(self._prefix, self._suffix, renames, overwrite=self._overwrite)
+        except Exception as exc:
+            self.on_write_failed(exc)
+            raise
+        self.paths = paths
         if self._features is not None:
             self._features.save(os.path.dirname(self._prefix))
         return result
@@ -293,6 +308,8 @@ def write_tfrecords(
     features: FeaturesDict | None = None,
     num_shards: int | None = None,
     compression: str | None = None,
+    *,
+    overwrite: bool = False,
 ) -> list[str]:
     """Write a Ray Dataset as TFRecord shards ``{path}-{i:05d}-of-{n:05d}.tfrecord``, without TensorFlow.
 
@@ -305,12 +322,17 @@ def write_tfrecords(
         num_shards: the number of shards (the dataset is repartitioned); ``None``: one shard
             per write task (per block).
         compression: ``None``, ``"gzip"`` or ``"zlib"`` (the suffix gets ``.gz`` / ``.zz``).
+        overwrite: replace an earlier output of the prefix. Without it, shards of the prefix
+            in any count or compression, temporary files of the prefix (``.NAME-*.tmp``) or a
+            ``features.json`` of other features beside it are an
+            :class:`~tfrec.OutputExistsError`, raised before any task runs.
 
     Returns:
         The shards' paths, in order.
 
-    Each shard is written under a hidden name and renamed once every task has finished; a
-    failed write removes them.
+    Each shard is written under a hidden name and renamed once every task has finished
+    (in index order; with ``overwrite``, the earlier set is removed once the new one is
+    whole); a failed write removes them.
 
     Example:
         >>> tfrec.ray.write_tfrecords(ds, "out/train", num_shards=16)
@@ -324,6 +346,7 @@ def write_tfrecords(
         schema = ds.schema()
         if schema is not None:
             features = features_from_arrow(_arrow_schema(schema))
-    sink = TFRecordDatasink(path, features, compression=compression)
+    sink = TFRecordDatasink(path, features, compression=compression, overwrite=overwrite)
+    sink.check_free()  # on the driver, before any task runs
     ds.write_datasink(sink)
     return sink.paths

@@ -15,17 +15,35 @@ Example:
     >>> open_regular("/dev/zero", purpose="an index")
     Traceback (most recent call last):
     InvalidArgumentError: /dev/zero: an index needs a regular file, and this is a character device ...
+
+Writers name their output by a path or a URL: :func:`local_file` tells them apart
+(``file://`` URLs are local paths), and :func:`url_filesystem` opens any other URL's
+filesystem through fsspec (the optional ``fsspec`` extra, imported only then).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
+from typing import IO, Any
 
-from ..errors import InvalidArgumentError, MissingFileError
+from ..errors import InvalidArgumentError, MissingFileError, OptionalDependencyError
 
-__all__ = ["describe_kind", "open_regular"]
+__all__ = [
+    "describe_kind",
+    "exists",
+    "local_file",
+    "move_file",
+    "open_new",
+    "open_regular",
+    "remove_file",
+    "url_filesystem",
+]
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_O_BINARY = getattr(os, "O_BINARY", 0)
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -80,3 +98,83 @@ def open_regular(path: str, *, purpose: str, hint: str = "") -> int:
         os.close(fd)
         raise
     return fd
+
+
+def local_file(path: str) -> str | None:
+    """The local path of a plain path or a ``file://`` URL; ``None`` for any other URL.
+
+    Example:
+        >>> local_file("file:///tmp/x.tfrecord"), local_file("memory://x.tfrecord")
+        ('/tmp/x.tfrecord', None)
+    """
+    if path.startswith("file://"):
+        return path[len("file://") :]
+    return None if _URL.match(path) else path
+
+
+def url_filesystem(url: str, purpose: str) -> tuple[Any, str]:
+    """The fsspec filesystem of ``url`` and the path within it; fsspec is imported only here.
+
+    Raises:
+        OptionalDependencyError: fsspec is not installed (names the ``fsspec`` extra).
+
+    Example:
+        >>> fs, path = url_filesystem("memory://out/x.tfrecord", "Writing memory://out/x.tfrecord")
+    """
+    try:
+        import fsspec  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:
+        raise OptionalDependencyError("fsspec", "fsspec", purpose) from None
+    fs, inner = fsspec.core.url_to_fs(url)
+    return fs, inner
+
+
+def open_new(path: str) -> IO[bytes]:
+    """Create ``path`` (a local path or a URL) and open it for writing bytes; the caller closes it.
+
+    A local file must not exist yet (it gets the usual ``0o666 & ~umask`` mode); a URL's object
+    is uploaded by fsspec when the file is closed.
+    """
+    local = local_file(path)
+    if local is None:
+        fs, inner = url_filesystem(path, f"Writing {path}")
+        stream: IO[bytes] = fs.open(inner, "wb")
+        return stream
+    fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666)
+    return os.fdopen(fd, "wb")
+
+
+def move_file(source: str, target: str) -> None:
+    """Rename ``source`` to ``target`` (both local, or both URLs of one filesystem), replacing it.
+
+    Locally an atomic ``os.replace``; on an object store fsspec copies and deletes, so ``target``
+    appears only once whole.
+    """
+    local = local_file(source)
+    if local is not None:
+        os.replace(local, local_file(target) or target)
+        return
+    fs, inner = url_filesystem(source, f"Writing {target}")
+    fs.mv(inner, url_filesystem(target, f"Writing {target}")[1])
+
+
+def remove_file(path: str) -> None:
+    """Remove ``path`` (a local path or a URL); one that is not there is no error."""
+    local = local_file(path)
+    try:
+        if local is not None:
+            os.remove(local)
+        else:
+            fs, inner = url_filesystem(path, f"Writing {path}")
+            fs.rm_file(inner)
+    except FileNotFoundError:
+        pass
+
+
+def exists(path: str) -> bool:
+    """Whether anything (file, directory, link) is at ``path`` (a local path or a URL)."""
+    local = local_file(path)
+    if local is not None:
+        return os.path.lexists(local)
+    fs, inner = url_filesystem(path, f"Writing {path}")
+    return bool(fs.exists(inner))

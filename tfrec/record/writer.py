@@ -3,7 +3,11 @@
 A frame is ``uint64 LE length``, ``uint32 LE masked crc32c(length bytes)``,
 the data, ``uint32 LE masked crc32c(data)``. A writer given a path writes to a
 hidden temporary file beside it and renames it into place on a clean close,
-so a crash never leaves a file that looks complete.
+so a crash never leaves a file that looks complete. A URL (``memory://``,
+``s3://``, ``gs://``..., through the optional fsspec) is written the same way:
+a temporary object in the same bucket and directory, moved into place when whole.
+A file already at the path is replaced whole, as ``tf.io.TFRecordWriter`` replaces it
+(``overwrite=False`` refuses it instead); sets of shards are refused by default one layer up.
 
 Example:
     >>> with RecordWriter("train.tfrecord") as writer:
@@ -25,10 +29,11 @@ from typing import IO
 import numpy as np
 
 from ..arguments import check_count
-from ..errors import InvalidArgumentError, RecordTypeError, TfrecError
+from ..errors import InvalidArgumentError, OutputExistsError, RecordTypeError, TfrecError
 from . import frame
 from .compression import GzipMembersWriter, check_level, open_compressed, resolve_compression
 from .crc import crc_function, mask, mask_array
+from .files import exists, local_file, move_file, open_new, remove_file
 from .framing_batch import Frames
 
 __all__ = ["RecordWriter", "temporary_path", "write_records"]
@@ -38,7 +43,6 @@ _FLUSH_BYTES = 1 << 20  # hand frames to the stream in ~1 MiB writes
 _BATCH = 4096  # most records framed together by write_many
 _FIRST_BATCH = 64  # the first batch, before the record size is known
 _DIRECT_PART = 4096  # parts this large on average are written one by one, not joined first
-_O_BINARY = getattr(os, "O_BINARY", 0)
 
 Bytes = bytes | bytearray | memoryview
 BytesLike = Bytes | np.ndarray  # what a record may be given as: an array of dtype uint8, C-contiguous
@@ -64,12 +68,18 @@ def temporary_path(path: str | os.PathLike[str]) -> str:
 
     Every temporary file tfrec writes is named so (record files, pending shards, index and
     JSON files), so one pattern, ``.*.tmp``, finds whatever a killed writer left behind.
+    A URL's temporary name is in the same bucket and directory.
 
     Example:
         >>> temporary_path("out/train.tfrecord")  # doctest: +SKIP
         '/abs/out/.train.tfrecord.5f2a9c01.tmp'
     """
-    directory, name = os.path.split(os.path.abspath(os.fspath(path)))
+    path = os.fspath(path)
+    local = local_file(path)
+    if local is None:  # a URL: "/" separates its parts whatever the OS
+        directory, _, name = path.rpartition("/")
+        return f"{directory}/.{name}.{secrets.token_hex(4)}.tmp"
+    directory, name = os.path.split(os.path.abspath(local))
     return os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
 
 
@@ -82,8 +92,9 @@ class RecordWriter:
     """Write records as TFRecord frames to a path or a binary file object.
 
     Args:
-        destination: a path, or a binary file object opened for writing (it is
-            not closed by the writer).
+        destination: a path, a URL (``file://``, or ``memory://``, ``s3://``,
+            ``gs://``... through fsspec: ``pip install 'tfrec[fsspec]'``), or a
+            binary file object opened for writing (it is not closed by the writer).
         compression: ``"auto"`` (the default: from the suffix, ``.gz`` -> gzip,
             ``.zz``/``.zlib`` -> zlib, anything else or a file object -> none),
             ``None``, ``"gzip"`` or ``"zlib"``.
@@ -94,9 +105,15 @@ class RecordWriter:
             are one gzip stream to every reader, and :attr:`gzip_members` says
             where each starts, so that an index can locate records
             (indexed shards use 1 MiB).
+        overwrite: replace a file (or anything) already at ``destination``
+            whole at :meth:`close`, as TensorFlow's writer does (one file
+            cannot be left half old, half new); ``False``: that is an
+            :class:`~tfrec.OutputExistsError`, raised before anything is
+            written (and checked again at :meth:`close`).
 
     A path is written through a temporary file in the same directory
-    (``.NAME.<8 hex digits>.tmp``), renamed over ``destination`` by :meth:`close`.
+    (``.NAME.<8 hex digits>.tmp``), renamed over ``destination`` by :meth:`close`:
+    a replaced file stays whole until the new one is.
     When the ``with`` block raises, what was written is kept as
     ``destination + ".partial"`` and the exception gets a note saying so. When a
     write, flush or close fails (a full disk...), the writer never publishes:
@@ -115,9 +132,11 @@ class RecordWriter:
         *,
         compression_level: int | None = None,
         gzip_member_bytes: int | None = None,
+        overwrite: bool = True,
     ) -> None:
         self._path: str | None = None
         self._temp_path: str | None = None
+        self._closed = False
         self._raw: IO[bytes]
         is_path = isinstance(destination, (str, os.PathLike))
         # Validate before any file is created.
@@ -130,12 +149,12 @@ class RecordWriter:
                     f"RecordWriter: gzip_member_bytes needs gzip compression, not {codec or 'none'}"
                 )
         self._crc = crc_function()
+        self._overwrite = overwrite
         if isinstance(destination, (str, os.PathLike)):
             self._path = os.fspath(destination)
+            self._check_free()
             self._temp_path = temporary_path(self._path)
-            # os.open, not mkstemp: the file gets the usual 0o666 & ~umask mode.
-            fd = os.open(self._temp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666)
-            self._raw = os.fdopen(fd, "wb")
+            self._raw = open_new(self._temp_path)
         else:
             self._raw = destination
         self._stream = open_compressed(self._raw, codec, compression_level, gzip_member_bytes)
@@ -144,6 +163,15 @@ class RecordWriter:
         self._pending_bytes = 0
         self._closed = False
         self._failed: BaseException | None = None  # the error a write, flush or close raised
+
+    def _check_free(self) -> None:
+        """Refuse to replace what is at the path, unless ``overwrite=True``."""
+        if self._path is not None and not self._overwrite and exists(self._path):
+            raise OutputExistsError(
+                f"{self._path}: the file exists; pass overwrite=True to replace it",
+                paths=[self._path],
+                option="overwrite=True",
+            )
 
     @property
     def path(self) -> str | None:
@@ -265,7 +293,7 @@ class RecordWriter:
             with contextlib.suppress(Exception):
                 self._raw.close()  # may fail again flushing its buffer: nothing more to save
             with contextlib.suppress(OSError):
-                os.remove(self._temp_path)
+                remove_file(self._temp_path)
 
     def _failure(self) -> TfrecError:
         where = self._path or "<stream>"
@@ -304,7 +332,8 @@ class RecordWriter:
         try:
             self._finish_streams()
             if self._temp_path is not None and self._path is not None:
-                os.replace(self._temp_path, self._path)
+                self._check_free()  # a file made meanwhile is not replaced either
+                move_file(self._temp_path, self._path)
         except BaseException as exc:
             self._fail(exc)
             raise
@@ -333,7 +362,7 @@ class RecordWriter:
             if self._temp_path is None or self._path is None:
                 return None
             partial = self._path + ".partial"
-            os.replace(self._temp_path, partial)
+            move_file(self._temp_path, partial)
         except BaseException as exc:
             self._fail(exc)
             raise
@@ -371,6 +400,7 @@ def write_records(
     *,
     compression_level: int | None = None,
     gzip_member_bytes: int | None = None,
+    overwrite: bool = True,
 ) -> int:
     """Write every record of ``records`` to ``destination`` as TFRecord frames.
 
@@ -381,6 +411,7 @@ def write_records(
         compression_level: zlib level 0-9; ``None`` for zlib's default.
         gzip_member_bytes: gzip only: a series of members of about this many
             uncompressed bytes each (see :class:`RecordWriter`).
+        overwrite: replace a file already at ``destination`` (``False``: :class:`~tfrec.OutputExistsError`).
 
     Returns:
         The number of records written.
@@ -390,6 +421,10 @@ def write_records(
         2
     """
     with RecordWriter(
-        destination, compression, compression_level=compression_level, gzip_member_bytes=gzip_member_bytes
+        destination,
+        compression,
+        compression_level=compression_level,
+        gzip_member_bytes=gzip_member_bytes,
+        overwrite=overwrite,
     ) as writer:
         return writer.write_many(records)

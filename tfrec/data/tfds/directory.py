@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -22,11 +22,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ...errors import InvalidArgumentError, MissingFileError
-from ...features import FeaturesDict
+from ...features import FEATURES_FILE, FeaturesDict
+from ...record.files import move_file, open_new, remove_file
 from ...record.writer import temporary_path
-from ..writing.names import shard_x_of_y
-from ..writing.publish import make_directory
-from ..writing.shards import WriteSummary, write_dataset
+from ..index.format import INDEX_SUFFIX
+from ..writing.destination import (
+    join_location,
+    list_names,
+    make_directory,
+    remove_directory,
+    save_features,
+)
+from ..writing.names import parse_shard_name, shard_x_of_y
+from ..writing.one_call import write_dataset
+from ..writing.publish import refuse_existing
+from ..writing.shards import WriteSummary
 
 __all__ = [
     "DATASET_INFO_FILE",
@@ -63,12 +73,14 @@ def write_tfds_dir(
     max_records: int | None = None,
     max_bytes: int | None = None,
     progress: bool | None = None,
+    overwrite: bool = False,
 ) -> dict[str, WriteSummary]:
     """Write a dataset directory that ``tfds.builder_from_directory(directory)`` reads.
 
     Args:
         directory: the version directory (tfds lays datasets out as
-            ``{data_dir}/{name}/{version}``); created when missing.
+            ``{data_dir}/{name}/{version}``); created when missing. A path or a URL
+            (``memory://``, ``s3://``, ``gs://``... through fsspec).
         splits: split name -> its samples (nested dicts that ``features`` serializes).
         features: the dataset's FeaturesDict; saved as ``features.json`` and label files.
         name: the dataset's name (snake_case), used in the shard names.
@@ -77,18 +89,26 @@ def write_tfds_dir(
         num_shards, max_records, max_bytes: how each split is sharded (one of
             them; default one shard per split), as for :class:`ShardedWriter`.
         progress: a progress bar per split, as for :func:`write_dataset`.
+        overwrite: replace an earlier dataset in ``directory``: its ``dataset_info.json``,
+            ``features.json``, class-name files and every shard (``*-NNNNN-of-NNNNN``, any
+            dataset, split or count). Without it, any of them is an
+            :class:`~tfrec.OutputExistsError`, raised before anything is written.
 
     Returns:
         Split name -> the :class:`WriteSummary` of its shards.
 
-    ``dataset_info.json`` is removed first and written last: a directory
-    without it is not a dataset for tfds (nor for :func:`from_tfds_dir`), so an
-    interrupted write, or rewrite, never looks complete. Each split's shards are
-    published as :func:`write_dataset` does (an earlier set of the split's name
-    is replaced).
+    ``dataset_info.json`` is written last: a directory without it is not a
+    dataset for tfds (nor for :func:`from_tfds_dir`), so an interrupted write
+    never looks complete. With ``overwrite``, the new dataset is written whole
+    into a hidden directory inside ``directory`` first; then the old dataset's
+    files are moved aside to hidden names (its ``dataset_info.json`` first), the
+    new ones moved in, its ``dataset_info.json`` written, and only then the old
+    files removed: stopped at any point, ``directory`` holds the old dataset, the
+    new one, or no ``dataset_info.json`` (the old files then kept as ``.NAME.<hex>.tmp``).
 
     Raises:
         InvalidArgumentError: an argument is invalid, or ``directory`` is under a regular file.
+        OutputExistsError: a dataset is there and ``overwrite`` is not given.
 
     Example:
         >>> tfrec.data.write_tfds_dir("data/toy/1.0.0", {"train": samples}, features, name="toy")
@@ -113,23 +133,84 @@ def write_tfds_dir(
     if num_shards is None and max_records is None and max_bytes is None:
         num_shards = 1
     make_directory(directory, "write_tfds_dir")
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(os.path.join(directory, DATASET_INFO_FILE))  # the directory is no dataset until done
-    features.save(directory)
+    old = dataset_files(directory)
+    if old and not overwrite:
+        refuse_existing(directory, old)
+    limits = {"num_shards": num_shards, "max_records": max_records, "max_bytes": max_bytes}
+    info_path = join_location(directory, DATASET_INFO_FILE)
+    if not old:
+        summaries = _write_splits(directory, splits, features, name, limits, progress)
+        _write_json(info_path, _dataset_info(name, version, description, summaries))
+        return summaries
+    staging = temporary_path(join_location(directory, "tfds-new"))
+    aside: list[str] = []
+    try:
+        summaries = _write_splits(staging, splits, features, name, limits, progress)
+        for path in old:  # dataset_info.json first: from then on the directory is no dataset
+            aside.append(temporary_path(path))
+            move_file(path, aside[-1])
+        for entry in list_names(staging):
+            move_file(join_location(staging, entry), join_location(directory, entry))
+    finally:
+        for entry in list_names(staging):
+            remove_file(join_location(staging, entry))
+        remove_directory(staging)
+    _write_json(info_path, _dataset_info(name, version, description, summaries))
+    for path in aside:  # the new dataset whole: the old one's files go
+        remove_file(path)
+    return {split: _moved(summary, directory) for split, summary in summaries.items()}
+
+
+def dataset_files(directory: str) -> list[str]:
+    """The files of a dataset in ``directory``: ``dataset_info.json`` first, then ``features.json``,
+    class-name files, shards (``*-NNNNN-of-NNNNN``, any name) and their index files.
+
+    Example:
+        >>> dataset_files("data/toy/1.0.0")
+        ['data/toy/1.0.0/dataset_info.json', 'data/toy/1.0.0/features.json', ...]
+    """
+    names = list_names(directory)
+    first = [name for name in (DATASET_INFO_FILE, FEATURES_FILE) if name in names]
+    rest = [
+        name
+        for name in names
+        if name.endswith(".labels.txt") or parse_shard_name(name.removesuffix(INDEX_SUFFIX)) is not None
+    ]
+    return [join_location(directory, name) for name in first + rest]
+
+
+def _write_splits(
+    directory: str,
+    splits: Mapping[str, Iterable[Any]],
+    features: FeaturesDict,
+    name: str,
+    limits: dict[str, Any],
+    progress: bool | None,
+) -> dict[str, WriteSummary]:
+    """Write ``features.json`` and every split's shards into ``directory`` (no dataset_info.json)."""
+    save_features(features, directory)
     summaries: dict[str, WriteSummary] = {}
     for split, samples in splits.items():
-        prefix = os.path.join(directory, f"{name}-{split}.{_FILE_FORMAT}")
-        summaries[split] = write_dataset(
-            samples,
-            prefix,
-            features,
-            num_shards=num_shards,
-            max_records=max_records,
-            max_bytes=max_bytes,
-            suffix="",
-            progress=progress,
+        prefix = join_location(directory, f"{name}-{split}.{_FILE_FORMAT}")
+        summaries[split] = write_dataset(samples, prefix, features, suffix="", progress=progress, **limits)
+    return summaries
+
+
+def _moved(summary: WriteSummary, directory: str) -> WriteSummary:
+    """``summary`` of shards written elsewhere, with their paths in ``directory``."""
+    return WriteSummary(
+        tuple(
+            dataclasses.replace(shard, path=join_location(directory, os.path.basename(shard.path)))
+            for shard in summary.shards
         )
-    info = {
+    )
+
+
+def _dataset_info(
+    name: str, version: str, description: str, summaries: dict[str, WriteSummary]
+) -> dict[str, Any]:
+    """``dataset_info.json``'s content, as tfds writes it."""
+    return {
         "name": name,
         "version": version,
         "description": description,
@@ -146,20 +227,17 @@ def write_tfds_dir(
             for split, summary in summaries.items()
         ],
     }
-    _write_json(os.path.join(directory, DATASET_INFO_FILE), info)
-    return summaries
 
 
 def _write_json(path: str, content: dict[str, Any]) -> None:
-    """Write JSON through a temporary file renamed into place."""
+    """Write JSON (a path or a URL) through a temporary file renamed into place."""
     temp = temporary_path(path)
     try:
-        with open(temp, "w", encoding="utf-8") as file:
-            json.dump(content, file, indent=2)
-        os.replace(temp, path)
+        with open_new(temp) as file:
+            file.write(json.dumps(content, indent=2).encode("utf-8"))
+        move_file(temp, path)
     except BaseException:
-        if os.path.exists(temp):
-            os.remove(temp)
+        remove_file(temp)
         raise
 
 

@@ -4,10 +4,13 @@
 over to a new shard at a record or byte limit. Every shard is written under a
 hidden temporary name (``.NAME.<hex>.tmp``, like every temporary file of tfrec)
 and all of them get their final names together at :meth:`ShardedWriter.close`
-(:func:`~tfrec.data.writing.publish.publish_shards`: an earlier set of the same
-name goes first, then the new shards in index order), so a dataset is whole
-under its final names or visibly incomplete: a failure (an exception in the
-``with`` block) removes what was written.
+(:func:`~tfrec.data.writing.publish.publish_shards`: the new shards in index
+order, then what is left of an earlier set), so a dataset is whole under its
+final names or visibly incomplete: a failure (an exception in the ``with``
+block) removes what was written. An earlier set of the prefix (any shard
+count) is an :class:`~tfrec.OutputExistsError` unless ``overwrite=True``. The
+prefix may be a URL (``memory://``, ``s3://``, ``gs://``... through fsspec):
+each shard is a temporary object in the same bucket until the set is published.
 
 Example:
     >>> with tfrec.ShardedWriter("out/train", num_shards=4, features=features) as writer:
@@ -23,27 +26,27 @@ import array
 import contextlib
 import errno
 import os
-import sys
-from collections.abc import Iterable, Iterator, Sequence, Sized
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import IO, Any
 
 import numpy as np
 
-from ...errors import EncodeError, InvalidArgumentError, OptionalDependencyError, TfrecError
+from ...errors import EncodeError, InvalidArgumentError, TfrecError
 from ...features import FeaturesDict
 from ...record import RecordWriter, resolve_compression
 from ...record.compression import GZIP_MEMBER_BYTES
+from ...record.files import local_file, open_new, remove_file
 from ...record.frame import FRAMING
 from ...record.framing_batch import Frames
 from ...record.writer import temporary_path
 from ..index.format import INDEX_SUFFIX, write_index
 from ..index.members import GzipIndex, write_gzip_index
-from .chunks import CHUNK_RECORDS, record_chunks, sample_batches
+from .chunks import record_chunks, sample_batches
+from .destination import file_size, make_directory, parent_directory
 from .names import shard_name, shard_suffix, shard_x_of_y
-from .publish import make_directory, publish_shards
-from .tables import table_records
+from .publish import check_free, publish_shards
 
 __all__ = [
     "ShardInfo",
@@ -51,7 +54,6 @@ __all__ = [
     "WriteSummary",
     "shard_name",
     "shard_x_of_y",
-    "write_dataset",
 ]
 
 
@@ -139,7 +141,9 @@ class ShardedWriter:
 
     Args:
         path_prefix: shards are named ``{path_prefix}-{i:05d}-of-{n:05d}{suffix}``;
-            missing parent directories are created.
+            missing parent directories are created. A path, or a URL (``file://``,
+            or ``memory://``, ``s3://``, ``gs://``... through fsspec:
+            ``pip install 'tfrec[fsspec]'``).
         num_shards: write exactly this many shards, all open at once (more than
             the process may open is an InvalidArgumentError); records
             go round-robin (record ``k`` to shard ``k % num_shards``), so shards
@@ -165,6 +169,13 @@ class ShardedWriter:
         gzip_member_bytes: gzip: uncompressed bytes of records per gzip member
             (default with ``index=True``: 1 MiB; without an index, one member).
         suffix: the shards' file suffix.
+        overwrite: replace an earlier set of the prefix. Without it, any shard
+            ``{path_prefix}-I-of-N`` already there (any ``N``, any compression,
+            or its index file) or a temporary file of the prefix
+            (``.NAME-*.tmp``: a writer at work, or a killed one's) is an
+            :class:`~tfrec.OutputExistsError`, raised before anything is written.
+            With it, the earlier set stays until the new one is whole, then is
+            removed (see :mod:`~tfrec.data.writing.publish`).
 
     Give exactly one of ``num_shards``, ``max_records``, ``max_bytes``. Use it as
     a context manager, or call :meth:`close` (which returns the
@@ -190,6 +201,7 @@ class ShardedWriter:
         index: bool = False,
         suffix: str = ".tfrecord",
         gzip_member_bytes: int | None = None,
+        overwrite: bool = False,
     ) -> None:
         limits = {"num_shards": num_shards, "max_records": max_records, "max_bytes": max_bytes}
         given = {name: value for name, value in limits.items() if value is not None}
@@ -217,6 +229,12 @@ class ShardedWriter:
             gzip_member_bytes = GZIP_MEMBER_BYTES
         self._member_bytes = gzip_member_bytes
         self._prefix = os.fspath(path_prefix)
+        if index and local_file(self._prefix) is None:
+            raise InvalidArgumentError(
+                f"ShardedWriter: {self._prefix}: index=True writes index files beside local shards only; "
+                "write the shards, then build their indexes where they are read (tfrec.build_index)"
+            )
+        self._overwrite = overwrite
         self._num_shards = num_shards
         self._max_records = max_records
         self._max_bytes = max_bytes
@@ -227,7 +245,8 @@ class ShardedWriter:
         self._written = 0
         self._summary: WriteSummary | None = None
         self._closed = False
-        make_directory(os.path.dirname(os.path.abspath(self._prefix)), "ShardedWriter")
+        make_directory(parent_directory(self._prefix), "ShardedWriter")
+        check_free(self._prefix, self._suffix, overwrite)
         if num_shards is not None:
             try:
                 for _ in range(num_shards):
@@ -356,14 +375,14 @@ class ShardedWriter:
     def _new_shard(self) -> _Shard:
         number = len(self._shards)
         pending = temporary_path(f"{self._prefix}-{number:05d}")
-        file = open(pending, "xb")  # noqa: SIM115  # closed by _finish or abort
+        file = open_new(pending)  # closed by _finish or abort
         try:
             writer = RecordWriter(
                 file, self._codec, compression_level=self._level, gzip_member_bytes=self._member_bytes
             )
         except BaseException:
             file.close()
-            os.remove(pending)
+            remove_file(pending)
             raise
         shard = _Shard(number, pending, file, writer)
         self._shards.append(shard)
@@ -390,10 +409,11 @@ class ShardedWriter:
     def close(self) -> WriteSummary:
         """Finish every shard and give them their final names (idempotent).
 
-        The shards are published whole or visibly incomplete: an earlier set of
-        the same name and suffix is removed first (whatever its shard count),
-        then the shards are renamed in index order, so a process stopped on the
-        way leaves fewer than ``N`` shards, which readers report.
+        The shards are published whole or visibly incomplete: they are renamed
+        in index order, so a process stopped on the way leaves fewer than ``N``
+        shards, which readers report; an earlier set of the prefix (whatever its
+        shard count; only with ``overwrite=True``) is removed once the new one
+        is whole.
 
         Returns:
             The :class:`WriteSummary`.
@@ -414,7 +434,7 @@ class ShardedWriter:
                 ShardInfo(
                     final,
                     shard.records,
-                    os.path.getsize(shard.pending),
+                    file_size(shard.pending),
                     shard.data_bytes,
                     final + INDEX_SUFFIX if self._index else None,
                 )
@@ -425,7 +445,7 @@ class ShardedWriter:
                 + [(shard.pending, final)]
                 for shard, final in zip(self._shards, finals, strict=True)
             ]
-            publish_shards(self._prefix, self._suffix, renames)
+            publish_shards(self._prefix, self._suffix, renames, overwrite=self._overwrite)
         except BaseException as exc:
             self._abort_noting(exc)
             _note(exc, f"tfrec: {self._prefix}: no shard was kept")
@@ -520,9 +540,7 @@ def _remove_temporary_files(shards: list[_Shard]) -> list[tuple[str, OSError]]:
             shard.file.close()
         for path in filter(None, (shard.pending, shard.pending_index)):
             try:
-                os.remove(path)
-            except FileNotFoundError:
-                pass
+                remove_file(path)
             except OSError as exc:
                 failed.append((path, exc))
     return failed
@@ -542,104 +560,3 @@ def _full_suffix(suffix: str, codec: str | None) -> str:
 def _note(exc: BaseException, note: str) -> None:
     if hasattr(exc, "add_note"):  # Python >= 3.11
         exc.add_note(note)
-
-
-# -- one call ---------------------------------------------------------------------------------------------
-
-
-def write_dataset(
-    samples: Iterable[Any],
-    path_prefix: str | os.PathLike[str],
-    features: FeaturesDict | None = None,
-    *,
-    num_shards: int | None = None,
-    max_records: int | None = None,
-    max_bytes: int | None = None,
-    compression: str | None = None,
-    index: bool = False,
-    suffix: str = ".tfrecord",
-    progress: bool | None = None,
-    gzip_member_bytes: int | None = None,
-) -> WriteSummary:
-    """Write every sample (or bytes record, without ``features``) as shards, in one call.
-
-    Args:
-        samples: nested dicts (with ``features``) or bytes; or a table, written column by
-            column: a pandas DataFrame, a pyarrow Table or RecordBatch stream, a Hugging Face
-            ``datasets.Dataset``, or a dict of numpy arrays (the first axis is the record).
-            A table's features are inferred from its columns when not given, and saved as
-            ``features.json`` beside the shards.
-        path_prefix, num_shards, max_records, max_bytes, compression, index, suffix,
-            gzip_member_bytes: as for :class:`ShardedWriter` (give one of the three limits).
-        features: the FeaturesDict that serializes the samples.
-        progress: show a tqdm progress bar (records and records/s). ``None``:
-            when tqdm is installed and stderr is a terminal; ``True``: always
-            (tqdm needed); ``False``: never.
-
-    Returns:
-        The :class:`WriteSummary`.
-
-    Example:
-        >>> summary = tfrec.write_dataset(samples, "out/train", features, num_shards=8)
-        >>> summary.shard_lengths
-    """
-    table = table_records(samples, features)  # a DataFrame, Arrow table, numpy columns, HF dataset...
-    bar = _progress_bar(progress, samples, None if table is None else table.rows)
-    with ShardedWriter(
-        path_prefix,
-        num_shards=num_shards,
-        max_records=max_records,
-        max_bytes=max_bytes,
-        compression=compression,
-        features=features if table is None else None,
-        index=index,
-        suffix=suffix,
-        gzip_member_bytes=gzip_member_bytes,
-    ) as writer:
-        if table is not None:
-            _write_chunks(writer, table.chunks, bar)
-        elif bar is None:
-            writer.write_many(samples)
-        else:
-            with bar:
-                writer.write_many(_counted(samples, bar))
-    if table is not None:  # beside the shards, for read_arrow and FeaturesDict.load
-        table.features.save(os.path.dirname(os.path.abspath(writer.summary.paths[0])))
-    return writer.summary
-
-
-def _write_chunks(writer: ShardedWriter, chunks: Iterable[list[bytes]], bar: Any) -> None:
-    """Records already encoded a batch at a time (a table's), each batch written whole."""
-    with bar if bar is not None else contextlib.nullcontext():
-        for records in chunks:
-            writer._write_records(records)
-            if bar is not None:
-                bar.update(len(records))
-
-
-def _counted(items: Iterable[Any], bar: Any) -> Iterator[Any]:
-    """``items``, moving the progress bar on every CHUNK_RECORDS items (and at the end)."""
-    taken = 0
-    for item in items:
-        yield item
-        taken += 1
-        if taken == CHUNK_RECORDS:
-            bar.update(taken)
-            taken = 0
-    bar.update(taken)
-
-
-def _progress_bar(progress: bool | None, samples: Iterable[Any], rows: int | None = None) -> Any:
-    """A tqdm bar, or None when there should be none; ``rows``: the total, when known otherwise."""
-    if progress is False:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        if progress:
-            raise OptionalDependencyError("tqdm", "progress", "write_dataset(progress=True)") from None
-        return None
-    if progress is None and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
-        return None
-    total = rows if rows is not None else len(samples) if isinstance(samples, Sized) else None
-    return tqdm(total=total, unit=" records", unit_scale=True, desc="writing")
