@@ -35,7 +35,7 @@ from .batch import BatchOp, pad_ok
 from .decode import Decoder
 from .elements import FilterOp, MapOp
 from .interleave import ReadOptions
-from .iterator import DatasetIterator, fingerprint
+from .iterator import DatasetIterator, fingerprint, position_state
 from .prefetch import PrefetchOp
 from .repeat import RepeatOp
 from .shuffle import ShuffleOp
@@ -258,6 +258,30 @@ class TFRecordDataset:
         copy = self._copy()
         copy._state = dict(_saved(state))
         return copy
+
+    def state_after(self, batches: int) -> dict[str, Any]:
+        """A global shuffle's state once ``batches`` batches of this epoch are out, for any number of readers.
+
+        For ``global_shuffle()`` followed by one ``batch()`` (and ``map`` / ``prefetch``):
+        batch ``k`` is chunk ``k`` of the rank's share of the epoch, so the batches a
+        DataLoader has handed out (its workers' in turn) say where the rank stands,
+        though no worker's own state does. ``with_state(state)`` resumes with any number
+        of DataLoader workers and ``num_workers``. Counted from where this dataset starts
+        (a ``with_state`` position). Plain data (picklable).
+
+        Example:
+            >>> ds = tfrec.TFRecordDataset("data/*.tfrecord", spec=spec, seed=0).global_shuffle().batch(256)
+            >>> state = ds.state_after(100)   # after the loader's first 100 batches of epoch 0
+            >>> rest = ds.with_state(state)   # batches 100, 101... of the same epoch
+        """
+        return position_state(
+            self._recipe,
+            batches,
+            seed=self._seed,
+            epoch=self._epoch,
+            shard_options=self._shard_options,
+            start=self._state,
+        )
 
     def _iterator(self, state: Mapping[str, Any] | None) -> DatasetIterator:
         return DatasetIterator(

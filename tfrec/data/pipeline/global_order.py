@@ -46,6 +46,7 @@ import numpy as np
 from ...errors import DatasetStateError
 from ..paths import local_path
 from ..random_access.source import RecordFileSource
+from ..sharding.consumers import Consumer
 from ..sharding.permutation import DEFAULT_CHUNK, GlobalOrder, KeyedPermutation
 from .batch import BatchOp
 from .elements import DecodeOp, MapOp
@@ -60,6 +61,7 @@ __all__ = [
     "elastic",
     "global_source",
     "position_of",
+    "rank_chunks",
     "record_source",
     "state_at",
 ]
@@ -99,14 +101,22 @@ def elastic(recipe: PipelineRecipe) -> bool:
     )
 
 
+def rank_chunks(total: int, consumer: Consumer, chunk: int) -> int:
+    """How many chunks ``consumer``'s rank has in an epoch of ``total`` records."""
+    return -(-len(range(consumer.rank, total, consumer.ranks)) // chunk)
+
+
 class _Share:
     """One reader's chunks of one epoch: which positions each holds."""
 
     def __init__(self, total: int, order: GlobalOrder, run: Run, epoch: tuple[int, ...]) -> None:
         c = run.consumer
-        self.rank, self.ranks, self.chunk = c.rank, c.ranks, order.chunk
+        self.rank, self.ranks, self.chunk, self.start = c.rank, c.ranks, order.chunk, order.start
         self.positions = len(range(c.rank, total, c.ranks))  # of this rank
-        worker_chunks = len(range(c.worker, -(-self.positions // self.chunk), c.workers))
+        # Chunks before ``start`` were handed out before this run: the workers share the rest.
+        worker_chunks = len(
+            range(c.worker, max(rank_chunks(total, c, self.chunk) - self.start, 0), c.workers)
+        )
         self.worker, self.workers, self.process, self.processes = c.worker, c.workers, c.process, c.processes
         self.worker_chunks = worker_chunks  # of this DataLoader worker (every process together)
         self.count = len(range(c.process, worker_chunks, c.processes))  # of this reader
@@ -117,7 +127,7 @@ class _Share:
         one permutation call for all), and where each chunk ends among them."""
         ranges = []
         for t in range(start, stop):
-            k = self.worker + (self.process + t * self.processes) * self.workers  # the rank's chunk
+            k = self.start + self.worker + (self.process + t * self.processes) * self.workers  # the rank's
             ranges.append(
                 np.arange(k * self.chunk, min((k + 1) * self.chunk, self.positions), dtype=np.int64)
             )
