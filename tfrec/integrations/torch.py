@@ -9,6 +9,12 @@ which also evens out unequal files with ``shard_by="records"``). Batching and
 parsing happen inside tfrec (whole batches through the fast parser): use
 ``batch_size=None`` in the DataLoader and ``batch_size=`` here.
 
+Over ``TFRecordDataset(..., seed=...).global_shuffle().batch(n)``, the count of
+batches the DataLoader handed out is the rank's position in the epoch:
+:meth:`TFRecordIterableDataset.state_after` makes it a state, and
+:meth:`TFRecordIterableDataset.with_state` resumes it with any number of
+DataLoader workers (and reading processes).
+
 Example:
     >>> from torch.utils.data import DataLoader
     >>> from tfrec.torch import TFRecordIterableDataset

@@ -27,6 +27,15 @@ state, and :func:`state_at` writes the state any number of reading processes
 would have at ``G`` (a process's ``t`` is how many of its chunks lie below
 ``G``), so a state saved with 2 processes resumes with 0 or 4.
 
+A DataLoader worker's iterator knows only its own chunks, but the main process
+receives the workers' batches in turn, chunk ``k`` from worker ``k % W``: the
+count of batches it received is ``G`` for the whole rank. A *position state*
+(:func:`~tfrec.data.pipeline.iterator.position_state`, ``TFRecordDataset.state_after``)
+holds that count; a run resumed from it has ``GlobalOrder.start = G``, and every
+reader numbers the rank's chunks from ``G`` on (chunk ``G + w + m * W`` for
+worker ``w`` of ``W``), so the resumed loader's first batch, from worker 0, is
+chunk ``G``, with any number of DataLoader workers and reading processes.
+
 Example:
     >>> ds = tfrec.TFRecordDataset("data/*.tfrecord", spec=spec, seed=0).global_shuffle().batch(256)
     >>> first = next(iter(ds))   # 256 records drawn from all files
