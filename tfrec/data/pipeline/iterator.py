@@ -323,8 +323,9 @@ def position_state(
     if start is not None:
         if start.get("format") != POSITION_FORMAT:
             raise DatasetStateError(
-                "this dataset resumes an iterator's state (DatasetIterator.state()), which says nothing of "
-                "batches counted elsewhere: take that iterator's state() instead"
+                "this dataset starts from an iterator's state (DatasetIterator.state()), one reader's, "
+                "which says nothing of batches counted elsewhere: count batches from a state_after() state "
+                "or from the start"
             )
         recipe, seed, epoch = resumed_at(start, recipe, seed, shard_options)
     if (
