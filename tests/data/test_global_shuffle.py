@@ -358,3 +358,20 @@ def test_a_state_after_some_batches_keeps_its_epoch_and_moves_on_from_where_it_s
     assert ids(list(resumed)) == whole[640:]
     with pytest.raises(DatasetStateError, match="go beyond the epoch"):
         resumed.state_after(len(ALL))
+
+
+@pytest.mark.parametrize("resumed_workers", [0, 2])
+def test_a_readers_state_of_a_run_started_after_some_batches_resumes_there(
+    shards: list[str], resumed_workers: int
+) -> None:
+    whole = ids(list(dataset(shards).batch(100)))
+    started = dataset(shards, num_workers=2).batch(100).with_state(dataset(shards).batch(100).state_after(4))
+    head, state = stopped(started, 5)
+    assert head == whole[400:900]
+    rest = ids(list(dataset(shards, num_workers=resumed_workers).batch(100).resume(state)))
+    assert head + rest == whole[400:]
+    state["fingerprint"][1][6] = 10**6
+    with pytest.raises(
+        DatasetStateError, match=r"fingerprint\[1\]\[6\] \(the rank's chunks before the run\)"
+    ):
+        dataset(shards).batch(100).resume(state)

@@ -90,6 +90,8 @@ class DatasetIterator(Iterator[Any]):
         if state is not None and state.get("format") == POSITION_FORMAT:  # every reader starts afresh there
             recipe, seed, epoch = resumed_at(state, recipe, seed, sharding)
             state = None
+        elif state is not None:  # a reader's state of a run that itself started at a position state
+            recipe = started_at(state, recipe, sharding)
         if recipe.global_order is not None:  # one chunk of the global order is one pull, one batch
             recipe = replace(recipe, global_order=replace(recipe.global_order, chunk=chunk_size(recipe.ops)))
         self._fingerprint = fingerprint(recipe, num_workers)
@@ -405,3 +407,22 @@ def resumed_at(
         field["batches"].owned(f"batches of rank {consumer.rank}, whose epoch has {total}").integer(0, total)
     )
     return replace(recipe, global_order=replace(order, start=batches)), saved_seed, epoch
+
+
+def started_at(state: Mapping[str, Any], recipe: PipelineRecipe, sharding: ShardOptions) -> PipelineRecipe:
+    """``recipe`` starting where the run that saved an iterator ``state`` started (its fingerprint says).
+
+    A run resumed from a position state reads the rank's chunks from there on; its
+    readers' states count from there too, so resuming one needs the same start.
+    """
+    order = recipe.global_order
+    saved = state.get("fingerprint")
+    options = saved[1] if isinstance(saved, list) and len(saved) > 1 else None
+    if order is None or not isinstance(options, list) or len(options) != 7 or options[4:5] != ["global"]:
+        return recipe  # not such a state: the fingerprint check says what differs
+    order = replace(order, chunk=chunk_size(recipe.ops))
+    total = rank_chunks(
+        len(record_source(recipe.files, order.index_paths)), detect_consumer(sharding.shard), order.chunk
+    )
+    field = StateField(state, "state")["fingerprint"][1][6].owned("the rank's chunks before the run")
+    return replace(recipe, global_order=replace(order, start=field.integer(1, total)))
