@@ -136,7 +136,8 @@ class _Share:
         one permutation call for all), and where each chunk ends among them."""
         ranges = []
         for t in range(start, stop):
-            k = self.start + self.worker + (self.process + t * self.processes) * self.workers  # the rank's
+            # The rank's chunk: those before ``start`` went out before this run.
+            k = self.start + self.worker + (self.process + t * self.processes) * self.workers
             ranges.append(
                 np.arange(k * self.chunk, min((k + 1) * self.chunk, self.positions), dtype=np.int64)
             )

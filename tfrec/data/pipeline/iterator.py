@@ -87,10 +87,10 @@ class DatasetIterator(Iterator[Any]):
     ) -> None:
         keep_freed_memory()  # batches of decoded records: see tfrec.allocator
         sharding = shard_options if shard_options is not None else ShardOptions()
-        if state is not None and state.get("format") == POSITION_FORMAT:  # every reader starts afresh there
+        if isinstance(state, Mapping) and state.get("format") == POSITION_FORMAT:  # all start afresh there
             recipe, seed, epoch = resumed_at(state, recipe, seed, sharding)
             state = None
-        elif state is not None:  # a reader's state of a run that itself started at a position state
+        elif isinstance(state, Mapping):  # a reader's state of a run that itself started at a position state
             recipe = started_at(state, recipe, sharding)
         if recipe.global_order is not None:  # one chunk of the global order is one pull, one batch
             recipe = replace(recipe, global_order=replace(recipe.global_order, chunk=chunk_size(recipe.ops)))
