@@ -148,7 +148,9 @@ class TFRecordDataset:
         uncompressed, each with its index (``{file}.idx`` or ``ShardOptions(index_paths=...)``;
         a file without one has its headers scanned once). A state resumes exactly,
         also with another ``num_workers`` when the other steps are ``map``, one
-        ``batch`` and ``prefetch``. See :mod:`tfrec.data.pipeline.global_order`.
+        ``batch`` and ``prefetch``; :meth:`state_after` makes one from a count of
+        batches (a DataLoader's), which also resumes with another number of DataLoader
+        workers. See :mod:`tfrec.data.pipeline.global_order`.
 
         Example:
             >>> ds = tfrec.TFRecordDataset("data/*.tfrecord", spec=spec, seed=0).global_shuffle().batch(1024)
