@@ -331,3 +331,47 @@ def test_dataloader_workers_hand_out_the_ranks_order(shards: list[str]) -> None:
     got = [int(i) for batch in loader for i in batch["id"]]
     assert got == ids(list(dataset(shards).batch(40)))  # chunks alternate between the workers, in order
     assert [int(i) for batch in loader for i in batch["id"]] == got
+
+
+# -- a state from a count of batches (what a DataLoader knows) ------------------------------------------
+
+
+@pytest.mark.parametrize("taken", [0, 7, 30])
+@pytest.mark.parametrize("resumed_workers", [0, 3])
+def test_a_state_after_some_batches_resumes_with_any_number_of_processes(
+    shards: list[str], taken: int, resumed_workers: int
+) -> None:
+    whole = ids(list(dataset(shards).batch(100)))
+    state = pickle.loads(pickle.dumps(dataset(shards, num_workers=2).batch(100).state_after(taken)))
+    rest = ids(list(dataset(shards, num_workers=resumed_workers).batch(100).with_state(state)))
+    assert whole[: taken * 100] + rest == whole
+
+
+def test_a_state_after_some_batches_keeps_its_epoch_and_moves_on_from_where_it_starts(
+    shards: list[str],
+) -> None:
+    ds = dataset(shards).map(halve_id).batch(64).prefetch(2)
+    ds.set_epoch(4)
+    whole = ids(list(ds))
+    resumed = dataset(shards).map(halve_id).batch(64).prefetch(2).with_state(ds.state_after(10))
+    assert resumed.state_after(5)["batches"] == 15 and resumed.state_after(5)["epoch"] == 4
+    assert ids(list(resumed)) == whole[640:]
+    with pytest.raises(DatasetStateError, match="go beyond the epoch"):
+        resumed.state_after(len(ALL))
+
+
+@pytest.mark.parametrize("resumed_workers", [0, 2])
+def test_a_readers_state_of_a_run_started_after_some_batches_resumes_there(
+    shards: list[str], resumed_workers: int
+) -> None:
+    whole = ids(list(dataset(shards).batch(100)))
+    started = dataset(shards, num_workers=2).batch(100).with_state(dataset(shards).batch(100).state_after(4))
+    head, state = stopped(started, 5)
+    assert head == whole[400:900]
+    rest = ids(list(dataset(shards, num_workers=resumed_workers).batch(100).resume(state)))
+    assert head + rest == whole[400:]
+    state["fingerprint"][1][6] = 10**6
+    with pytest.raises(
+        DatasetStateError, match=r"fingerprint\[1\]\[6\] \(the rank's chunks before the run\)"
+    ):
+        dataset(shards).batch(100).resume(state)

@@ -9,6 +9,12 @@ which also evens out unequal files with ``shard_by="records"``). Batching and
 parsing happen inside tfrec (whole batches through the fast parser): use
 ``batch_size=None`` in the DataLoader and ``batch_size=`` here.
 
+Over ``TFRecordDataset(..., seed=...).global_shuffle().batch(n)``, the count of
+batches the DataLoader handed out is the rank's position in the epoch:
+:meth:`TFRecordIterableDataset.state_after` makes it a state, and
+:meth:`TFRecordIterableDataset.with_state` resumes it with any number of
+DataLoader workers (and reading processes).
+
 Example:
     >>> from torch.utils.data import DataLoader
     >>> from tfrec.torch import TFRecordIterableDataset
@@ -104,14 +110,56 @@ class TFRecordIterableDataset(IterableDataset):  # type: ignore[type-arg]
         self.dataset = dataset
         self.output = output
         self.epoch = 0
+        self.resumed: TFRecordDataset | None = None  # the dataset at a position state, for its epoch
+        self.resumed_epoch = -1
 
     def set_epoch(self, epoch: int) -> None:
         """Use ``epoch``'s file order and shuffles on the next iteration."""
         self.epoch = int(epoch)
 
+    def state_after(self, batches: int) -> dict[str, Any]:
+        """The loader's state once it has handed out ``batches`` batches of this epoch (global shuffle).
+
+        Each DataLoader worker holds its own iterator, but with
+        ``TFRecordDataset(...).global_shuffle().batch(n)`` (and ``map`` / ``prefetch``)
+        the workers take the rank's chunks in turn and the DataLoader yields their
+        batches in turn (``in_order=True``, its default): the batches received are
+        the rank's first chunks, whatever the workers. The state resumes with any
+        number of DataLoader workers and reading processes (:meth:`with_state`).
+        Counted from where this dataset starts (a resumed state's position).
+
+        Example:
+            >>> for step, batch in enumerate(loader, 1): ...
+            >>> torch.save({"data": ds.state_after(step)}, "ckpt.pt")
+        """
+        self.dataset.set_epoch(self.epoch)
+        return self._current().state_after(batches)
+
+    def with_state(self, state: Mapping[str, Any]) -> TFRecordIterableDataset:
+        """This dataset, set to the epoch of a :meth:`state_after` state and starting there.
+
+        Its DataLoader workers (any number) each derive their share of the rest of
+        the epoch from the state; later epochs (:meth:`set_epoch`) start afresh.
+
+        Example:
+            >>> ds = TFRecordIterableDataset(tfrec.TFRecordDataset(..., seed=0).global_shuffle().batch(256))
+            >>> ds = ds.with_state(torch.load("ckpt.pt")["data"])
+            >>> for batch in DataLoader(ds, batch_size=None, num_workers=3): ...   # the rest of the epoch
+        """
+        resumed = self.dataset.with_state(state)
+        resumed.state_after(0)  # checks the state against the dataset now, in this process
+        copy = TFRecordIterableDataset(self.dataset, output=self.output)
+        copy.resumed, copy.resumed_epoch = resumed, int(state["epoch"])
+        copy.epoch = copy.resumed_epoch
+        return copy
+
+    def _current(self) -> TFRecordDataset:
+        """The dataset of this epoch: at the resumed position in its epoch, else from the start."""
+        return self.resumed if self.resumed is not None and self.epoch == self.resumed_epoch else self.dataset
+
     def __iter__(self) -> Iterator[Any]:
         self.dataset.set_epoch(self.epoch)
-        iterator = iter(self.dataset)
+        iterator = iter(self._current())
         try:
             if self.output == "torch":
                 for element in iterator:

@@ -35,7 +35,7 @@ from .batch import BatchOp, pad_ok
 from .decode import Decoder
 from .elements import FilterOp, MapOp
 from .interleave import ReadOptions
-from .iterator import DatasetIterator, fingerprint
+from .iterator import DatasetIterator, fingerprint, position_state
 from .prefetch import PrefetchOp
 from .repeat import RepeatOp
 from .shuffle import ShuffleOp
@@ -148,7 +148,9 @@ class TFRecordDataset:
         uncompressed, each with its index (``{file}.idx`` or ``ShardOptions(index_paths=...)``;
         a file without one has its headers scanned once). A state resumes exactly,
         also with another ``num_workers`` when the other steps are ``map``, one
-        ``batch`` and ``prefetch``. See :mod:`tfrec.data.pipeline.global_order`.
+        ``batch`` and ``prefetch``; :meth:`state_after` makes one from a count of
+        batches (a DataLoader's), which also resumes with another number of DataLoader
+        workers. See :mod:`tfrec.data.pipeline.global_order`.
 
         Example:
             >>> ds = tfrec.TFRecordDataset("data/*.tfrecord", spec=spec, seed=0).global_shuffle().batch(1024)
@@ -258,6 +260,30 @@ class TFRecordDataset:
         copy = self._copy()
         copy._state = dict(_saved(state))
         return copy
+
+    def state_after(self, batches: int) -> dict[str, Any]:
+        """A global shuffle's state once ``batches`` batches of this epoch are out, for any number of readers.
+
+        For ``global_shuffle()`` followed by one ``batch()`` (and ``map`` / ``prefetch``):
+        batch ``k`` is chunk ``k`` of the rank's share of the epoch, so the batches a
+        DataLoader has handed out (its workers' in turn) say where the rank stands,
+        though no worker's own state does. ``with_state(state)`` resumes with any number
+        of DataLoader workers and ``num_workers``. Counted from where this dataset starts
+        (a ``with_state`` position). Plain data (picklable).
+
+        Example:
+            >>> ds = tfrec.TFRecordDataset("data/*.tfrecord", spec=spec, seed=0).global_shuffle().batch(256)
+            >>> state = ds.state_after(100)   # after the loader's first 100 batches of epoch 0
+            >>> rest = ds.with_state(state)   # batches 100, 101... of the same epoch
+        """
+        return position_state(
+            self._recipe,
+            batches,
+            seed=self._seed,
+            epoch=self._epoch,
+            shard_options=self._shard_options,
+            start=self._state,
+        )
 
     def _iterator(self, state: Mapping[str, Any] | None) -> DatasetIterator:
         return DatasetIterator(

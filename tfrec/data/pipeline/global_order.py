@@ -27,6 +27,15 @@ state, and :func:`state_at` writes the state any number of reading processes
 would have at ``G`` (a process's ``t`` is how many of its chunks lie below
 ``G``), so a state saved with 2 processes resumes with 0 or 4.
 
+A DataLoader worker's iterator knows only its own chunks, but the main process
+receives the workers' batches in turn, chunk ``k`` from worker ``k % W``: the
+count of batches it received is ``G`` for the whole rank. A *position state*
+(:func:`~tfrec.data.pipeline.iterator.position_state`, ``TFRecordDataset.state_after``)
+holds that count; a run resumed from it has ``GlobalOrder.start = G``, and every
+reader numbers the rank's chunks from ``G`` on (chunk ``G + w + m * W`` for
+worker ``w`` of ``W``), so the resumed loader's first batch, from worker 0, is
+chunk ``G``, with any number of DataLoader workers and reading processes.
+
 Example:
     >>> ds = tfrec.TFRecordDataset("data/*.tfrecord", spec=spec, seed=0).global_shuffle().batch(256)
     >>> first = next(iter(ds))   # 256 records drawn from all files
@@ -46,6 +55,7 @@ import numpy as np
 from ...errors import DatasetStateError
 from ..paths import local_path
 from ..random_access.source import RecordFileSource
+from ..sharding.consumers import Consumer
 from ..sharding.permutation import DEFAULT_CHUNK, GlobalOrder, KeyedPermutation
 from .batch import BatchOp
 from .elements import DecodeOp, MapOp
@@ -60,6 +70,7 @@ __all__ = [
     "elastic",
     "global_source",
     "position_of",
+    "rank_chunks",
     "record_source",
     "state_at",
 ]
@@ -99,14 +110,22 @@ def elastic(recipe: PipelineRecipe) -> bool:
     )
 
 
+def rank_chunks(total: int, consumer: Consumer, chunk: int) -> int:
+    """How many chunks ``consumer``'s rank has in an epoch of ``total`` records."""
+    return -(-len(range(consumer.rank, total, consumer.ranks)) // chunk)
+
+
 class _Share:
     """One reader's chunks of one epoch: which positions each holds."""
 
     def __init__(self, total: int, order: GlobalOrder, run: Run, epoch: tuple[int, ...]) -> None:
         c = run.consumer
-        self.rank, self.ranks, self.chunk = c.rank, c.ranks, order.chunk
+        self.rank, self.ranks, self.chunk, self.start = c.rank, c.ranks, order.chunk, order.start
         self.positions = len(range(c.rank, total, c.ranks))  # of this rank
-        worker_chunks = len(range(c.worker, -(-self.positions // self.chunk), c.workers))
+        # Chunks before ``start`` were handed out before this run: the workers share the rest.
+        worker_chunks = len(
+            range(c.worker, max(rank_chunks(total, c, self.chunk) - self.start, 0), c.workers)
+        )
         self.worker, self.workers, self.process, self.processes = c.worker, c.workers, c.process, c.processes
         self.worker_chunks = worker_chunks  # of this DataLoader worker (every process together)
         self.count = len(range(c.process, worker_chunks, c.processes))  # of this reader
@@ -117,7 +136,8 @@ class _Share:
         one permutation call for all), and where each chunk ends among them."""
         ranges = []
         for t in range(start, stop):
-            k = self.worker + (self.process + t * self.processes) * self.workers  # the rank's chunk
+            # The rank's chunk: those before ``start`` went out before this run.
+            k = self.start + self.worker + (self.process + t * self.processes) * self.workers
             ranges.append(
                 np.arange(k * self.chunk, min((k + 1) * self.chunk, self.positions), dtype=np.int64)
             )

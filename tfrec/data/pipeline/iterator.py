@@ -20,27 +20,31 @@ from dataclasses import replace
 from typing import Any
 
 from ...allocator import keep_freed_memory
-from ...errors import DatasetStateError
+from ...arguments import check_count
+from ...errors import DatasetStateError, InvalidArgumentError
 from ..parallel.pool import IdlePool, WorkerPool, check_pool_state
 from ..sharding.consumers import Consumer, ShardOptions, detect_consumer, split_among
 from .assemble import Placement, build, check, place
-from .global_order import chunk_size, elastic, position_of, state_at
+from .batch import BatchOp
+from .global_order import chunk_size, elastic, position_of, rank_chunks, record_source, state_at
 from .stage import Context, PipelineRecipe, Run, Stage, raw_after
 from .state_check import StateField
 
-__all__ = ["STATE_FORMAT", "DatasetIterator", "fingerprint"]
+__all__ = ["POSITION_FORMAT", "STATE_FORMAT", "DatasetIterator", "fingerprint", "position_state"]
 
 STATE_FORMAT = "tfrec.data.state/1"
+POSITION_FORMAT = "tfrec.data.position/1"  # a global shuffle's rank-level position: see position_state
 FINGERPRINT_PARTS = ("files", "reading options", "ops", "decoder", "num_workers")
 
 
 def fingerprint(recipe: PipelineRecipe, num_workers: int) -> list[Any]:
     """What a saved state must match: files, reading options, ops, decoder and processes."""
     order = recipe.global_order
+    start = [order.start] if order is not None and order.start else []  # a resumed position state's
     return [
         list(recipe.files),
         [recipe.cycle_length, recipe.options.block_length, recipe.shuffle_files, recipe.options.compression]
-        + (["global", order.chunk] if order is not None else []),
+        + (["global", order.chunk, *start] if order is not None else []),
         [op.describe() for op in recipe.ops],
         repr(recipe.decoder),
         num_workers,
@@ -83,6 +87,11 @@ class DatasetIterator(Iterator[Any]):
     ) -> None:
         keep_freed_memory()  # batches of decoded records: see tfrec.allocator
         sharding = shard_options if shard_options is not None else ShardOptions()
+        if isinstance(state, Mapping) and state.get("format") == POSITION_FORMAT:  # all start afresh there
+            recipe, seed, epoch = resumed_at(state, recipe, seed, sharding)
+            state = None
+        elif isinstance(state, Mapping):  # a reader's state of a run that itself started at a position state
+            recipe = started_at(state, recipe, sharding)
         if recipe.global_order is not None:  # one chunk of the global order is one pull, one batch
             recipe = replace(recipe, global_order=replace(recipe.global_order, chunk=chunk_size(recipe.ops)))
         self._fingerprint = fingerprint(recipe, num_workers)
@@ -118,7 +127,7 @@ class DatasetIterator(Iterator[Any]):
         if placement.processes is None:
             self._stage = build(placement.consumer, run, (epoch,), saved)
             return
-        self._pool_key = (placement.processes.ops, consumer, num_workers, start_method)
+        self._pool_key = (placement.processes.ops, recipe.global_order, consumer, num_workers, start_method)
         self._idle = idle
         kept = idle.take(self._pool_key) if idle is not None else None
         self._pool = kept or WorkerPool(placement.processes, run, num_workers, start_method)
@@ -284,3 +293,136 @@ def check_pipeline_state(
         check_pool_state(field, into, run, processes, epoch)
 
     check(consumer, run, epoch, pipeline, source=pool, raw=placement.consumer_raw)
+
+
+# -- position states: a global shuffle's place in its rank's chunks, for any number of readers ---------
+
+POSITION_FIELDS = ("format", "fingerprint", "seed", "epoch", "ranks", "batches")
+
+
+def position_state(
+    recipe: PipelineRecipe,
+    batches: int,
+    *,
+    seed: int | None,
+    epoch: int,
+    shard_options: ShardOptions,
+    start: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The state of ``recipe``'s global shuffle once ``batches`` more of this rank's batches are out.
+
+    In a global shuffle whose steps are ``map``, one ``batch`` and ``prefetch``,
+    batch ``k`` of a rank is chunk ``k`` of its share of the epoch, wherever it was
+    read: the count of batches the rank has received (a DataLoader yields its
+    workers' batches in turn) is where it stands. ``start``: the position state the
+    dataset resumes from (its batches are counted from there).
+
+    Raises:
+        InvalidArgumentError: not such a global shuffle, or no seed.
+        DatasetStateError: ``batches`` beyond the epoch, or ``start`` does not fit the dataset.
+    """
+    batches = check_count("batches", batches, allow_zero=True)
+    if start is not None:
+        if start.get("format") != POSITION_FORMAT:
+            raise DatasetStateError(
+                "this dataset starts from an iterator's state (DatasetIterator.state()), one reader's, "
+                "which says nothing of batches counted elsewhere: count batches from a state_after() state "
+                "or from the start"
+            )
+        recipe, seed, epoch = resumed_at(start, recipe, seed, shard_options)
+    if (
+        recipe.global_order is None
+        or not elastic(recipe)
+        or not any(isinstance(op, BatchOp) for op in recipe.ops)
+    ):
+        raise InvalidArgumentError(
+            "a state from a count of batches needs TFRecordDataset(...).global_shuffle() followed by one "
+            "batch() and only map() / prefetch(): each batch is then one chunk of the permutation"
+        )
+    if seed is None:
+        raise InvalidArgumentError(
+            "a global shuffle's state needs the dataset's seed (TFRecordDataset(..., seed=...)): without one "
+            "each iterator draws its own permutation"
+        )
+    assert recipe.global_order is not None
+    order = replace(recipe.global_order, chunk=chunk_size(recipe.ops))
+    consumer = detect_consumer(shard_options.shard)
+    total = rank_chunks(len(record_source(recipe.files, order.index_paths)), consumer, order.chunk)
+    if order.start + batches > total:
+        after = f" after the {order.start} this dataset starts from" if order.start else ""
+        raise DatasetStateError(
+            f"{batches} batches{after} go beyond the epoch: rank {consumer.rank} of {consumer.ranks} "
+            f"has {total} batches of {order.chunk} records in it"
+        )
+    return {
+        "format": POSITION_FORMAT,
+        "fingerprint": fingerprint(replace(recipe, global_order=replace(order, start=0)), 0)[:-1],
+        "seed": seed,
+        "epoch": epoch,
+        "ranks": consumer.ranks,
+        "batches": order.start + batches,
+    }
+
+
+def resumed_at(
+    state: Mapping[str, Any], recipe: PipelineRecipe, seed: int | None, sharding: ShardOptions
+) -> tuple[PipelineRecipe, int, int]:
+    """``recipe`` starting at a position state (checked field by field), with the state's seed and epoch.
+
+    Every reader derives its share of the rest from the position alone: the
+    rank's chunks from ``batches`` on, in turn among its DataLoader workers and
+    reading processes, however many there are now.
+    """
+    field = StateField(state, "state").keys(*POSITION_FIELDS)
+    saved_seed = field["seed"].integer(0, 2**128 - 1)
+    epoch = field["epoch"].integer(0, 2**62)
+    if recipe.global_order is None or not elastic(recipe):
+        raise DatasetStateError(
+            "the state is a global shuffle's position: it resumes TFRecordDataset(...).global_shuffle() "
+            "with the same steps (map, one batch, prefetch)"
+        )
+    order = replace(recipe.global_order, chunk=chunk_size(recipe.ops), start=0)
+    recipe = replace(recipe, global_order=order)
+    ours = fingerprint(recipe, 0)[:-1]
+    if state["fingerprint"] != ours:
+        saved = state["fingerprint"] if isinstance(state["fingerprint"], list) else []
+        differ = [n for n, a, b in zip(FINGERPRINT_PARTS, saved, ours, strict=False) if a != b]
+        raise DatasetStateError(
+            f"the state belongs to another dataset: its {', '.join(differ) or 'layout'} "
+            "differ from this one's"
+        )
+    if seed is not None and seed != saved_seed:
+        raise DatasetStateError(
+            f"the state was saved with seed {saved_seed} and this dataset has seed {seed}: another "
+            "permutation, in which the batches handed out are other records"
+        )
+    consumer = detect_consumer(sharding.shard)
+    if field["ranks"].integer(1) != consumer.ranks:
+        raise DatasetStateError(
+            f"the state was saved with {state['ranks']} rank(s) and this dataset has {consumer.ranks}: "
+            "the ranks share the epoch's positions, so their number stays"
+        )
+    total = rank_chunks(len(record_source(recipe.files, order.index_paths)), consumer, order.chunk)
+    batches = (
+        field["batches"].owned(f"batches of rank {consumer.rank}, whose epoch has {total}").integer(0, total)
+    )
+    return replace(recipe, global_order=replace(order, start=batches)), saved_seed, epoch
+
+
+def started_at(state: Mapping[str, Any], recipe: PipelineRecipe, sharding: ShardOptions) -> PipelineRecipe:
+    """``recipe`` starting where the run that saved an iterator ``state`` started (its fingerprint says).
+
+    A run resumed from a position state reads the rank's chunks from there on; its
+    readers' states count from there too, so resuming one needs the same start.
+    """
+    order = recipe.global_order
+    saved = state.get("fingerprint")
+    options = saved[1] if isinstance(saved, list) and len(saved) > 1 else None
+    if order is None or not isinstance(options, list) or len(options) != 7 or options[4:5] != ["global"]:
+        return recipe  # not such a state: the fingerprint check says what differs
+    order = replace(order, chunk=chunk_size(recipe.ops))
+    total = rank_chunks(
+        len(record_source(recipe.files, order.index_paths)), detect_consumer(sharding.shard), order.chunk
+    )
+    field = StateField(state, "state")["fingerprint"][1][6].owned("the rank's chunks before the run")
+    return replace(recipe, global_order=replace(order, start=field.integer(1, total)))

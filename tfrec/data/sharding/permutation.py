@@ -42,11 +42,13 @@ class GlobalOrder:
     A *chunk* is ``chunk`` consecutive positions of the permutation: readers take
     whole chunks in turn, and each chunk is one pull of the pipeline (one batch
     when ``batch(chunk)`` comes first), so that the number of chunks handed out
-    says exactly where an iterator stands.
+    says exactly where an iterator stands. ``start``: the rank's chunks already
+    handed out before this run (a resumed position state): readers share the rest.
     """
 
     index_paths: tuple[str, ...] | None = None
     chunk: int = DEFAULT_CHUNK
+    start: int = 0
 
 
 class KeyedPermutation:
