@@ -375,3 +375,22 @@ def test_a_readers_state_of_a_run_started_after_some_batches_resumes_there(
         DatasetStateError, match=r"fingerprint\[1\]\[6\] \(the rank's chunks before the run\)"
     ):
         dataset(shards).batch(100).resume(state)
+
+
+def test_without_a_seed_every_dataloader_worker_shares_one_permutation(shards: list[str]) -> None:
+    pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    from tfrec.torch import TFRecordIterableDataset
+
+    unseeded = TFRecordDataset(shards, spec=SPEC).global_shuffle()  # the seed is drawn once, here
+    got = [
+        int(i)
+        for batch in DataLoader(TFRecordIterableDataset(unseeded.batch(25)), batch_size=None, num_workers=2)
+        for i in batch["id"]
+    ]
+    assert sorted(got) == ALL  # each record once: the two workers' copies share the drawn seed
+    again = [
+        int(i) for batch in TFRecordDataset(shards, spec=SPEC).global_shuffle().batch(25) for i in batch["id"]
+    ]
+    assert sorted(again) == ALL and again != got  # another dataset, another draw

@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -150,7 +151,9 @@ class TFRecordDataset:
         also with another ``num_workers`` when the other steps are ``map``, one
         ``batch`` and ``prefetch``; :meth:`state_after` makes one from a count of
         batches (a DataLoader's), which also resumes with another number of DataLoader
-        workers. See :mod:`tfrec.data.pipeline.global_order`.
+        workers. Without a ``seed`` one is drawn by this call, so that every reader of the
+        returned dataset shares one permutation (give a seed to resume in a new process).
+        See :mod:`tfrec.data.pipeline.global_order`.
 
         Example:
             >>> ds = tfrec.TFRecordDataset("data/*.tfrecord", spec=spec, seed=0).global_shuffle().batch(1024)
@@ -181,6 +184,8 @@ class TFRecordDataset:
             )
         copy = self._copy()
         copy._recipe = replace(recipe, global_order=GlobalOrder(sharding.index_paths))  # type: ignore[arg-type]
+        if copy._seed is None:  # drawn once here: every reader (a pickled copy) must share the permutation
+            copy._seed = secrets.randbits(63)
         copy._state = None
         return copy
 
