@@ -165,7 +165,7 @@ def _run_heads(files: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nd
     A frame joins when it follows the previous one in the same file within
     ``GAP_BYTES``, while the gaps joined stay within ``GAP_BUDGET`` (the
     smallest first). Overlapping frames (an index that does not match its file)
-    never join: each is read as it is, and its checks fail.
+    never join: each is read on its own, as before gaps were read.
 
     Example:
         >>> _run_heads(np.array([3, 3, 3, 4]), np.array([0, 21, 9000, 0]), np.array([21, 42, 9021, 21]))
