@@ -4,7 +4,8 @@ Random access knows where each frame starts and how long it is (from an index),
 so it reads a frame with one positioned read (``os.pread``: no shared file
 position, so threads may share one descriptor) instead of walking the stream.
 Errors name the file, the record's index and its byte offset, as the stream
-reader's do.
+reader's do. Many frames at once (:func:`read_frames`) take one read per run of
+nearby frames, the bytes between them skipped.
 
 Example:
     >>> fd = os.open("train.tfrecord", os.O_RDONLY)
@@ -26,7 +27,17 @@ from ..errors import RecordError
 from . import frame
 from .crc import crc_function, mask, mask_array
 
-__all__ = ["pread", "read_frame", "read_frames", "read_fully"]
+__all__ = ["GAP_BUDGET", "GAP_BYTES", "pread", "read_frame", "read_frames", "read_fully"]
+
+# Frames of one file at most GAP_BYTES apart are read together, the gap read and skipped: copying a few
+# KiB from the page cache costs less than the system call (and the bytes object) a read of its own would.
+# The gap is not checked, so damage there fails no read that does not ask for it. Sorted random picks
+# of small records (a global shuffle) are KiB apart: most join a neighbour's read.
+GAP_BYTES = 8 << 10
+# At most this many gap bytes per read_frames call (smallest gaps first): bounds the memory and the
+# copying a call spends on bytes nobody asked for, whatever the number of frames. Not a share of the
+# frames' bytes: a small record's gap is many times its size, and that is the case that gains.
+GAP_BUDGET = 16 << 20
 
 
 def read_frame(fd: int, offset: int, frame_length: int, *, path: str, index: int) -> bytes:
@@ -84,12 +95,14 @@ def read_frames(
 ) -> list[bytes] | None:
     """Read many frames and verify them together; the records in the order asked.
 
-    The checks of :func:`read_frame`, vectorised. Adjacent frames of one file
-    are read with one positioned read, so consecutive records (a loader that
-    does not shuffle) cost one system call; a frame asked for twice is read
-    once. Returns ``None`` when any frame fails a check: the caller then reads
-    them one by one with :func:`read_frame`, which raises the error that names
-    the first damaged record.
+    The checks of :func:`read_frame`, vectorised. Frames of one file that lie
+    at most ``GAP_BYTES`` apart are read with one positioned read, the bytes
+    between them read and skipped unchecked, so consecutive records (a loader
+    that does not shuffle) and the sorted records of a global shuffle cost few
+    system calls; a frame asked for twice is read once. Returns ``None`` when
+    any frame fails a check: the caller then reads them one by one with
+    :func:`read_frame`, which raises the error that names the first damaged
+    record.
 
     Example:
         >>> read_frames([fd, fd], [21, 0], [21, 21])
@@ -109,9 +122,8 @@ def read_frames(
     chosen[order] = np.cumsum(distinct) - 1
     files, starts, lengths = files[distinct], starts[distinct], lengths[distinct]
     ends = starts + lengths
-    # Runs of adjacent frames, one read each, joined into one buffer: the frames lie back to back in it.
-    first = np.ones(len(starts), bool)
-    first[1:] = (files[1:] != files[:-1]) | (starts[1:] != ends[:-1])
+    # Runs of nearby frames, one read each, joined into one buffer; `positions` are the frames' places in it.
+    first = _run_heads(files, starts, ends)
     heads = np.flatnonzero(first)
     tails = np.append(heads[1:], len(starts)) - 1
     run_starts, run_sizes = starts[heads], ends[tails] - starts[heads]
@@ -119,7 +131,8 @@ def read_frames(
     if list(map(len, pieces)) != run_sizes.tolist():
         return None  # the end of a file: read_frame tells the truncation
     buf = b"".join(pieces)
-    positions = np.cumsum(lengths) - lengths
+    run_of = np.cumsum(first) - 1
+    positions = starts + (np.cumsum(run_sizes) - run_sizes - run_starts)[run_of]
     u8 = np.frombuffer(buf, np.uint8)
     headers = u8[positions[:, None] + _HEADER_BYTES]
     data_lengths = headers[:, :8].copy().view("<i8").ravel()  # signed: int64 arithmetic stays exact
@@ -134,12 +147,37 @@ def read_frames(
         length_ok = stored.tolist() == list(map(expected.__getitem__, data_lengths.tolist()))
     if not length_ok:
         return None
-    records = frame.slice_records(buf, 0, np.cumsum(lengths))  # one struct call cuts them all out
+    if len(buf) == int(lengths.sum()):  # no gap: the frames lie back to back, one struct call cuts them out
+        records: Sequence[bytes] = frame.slice_records(buf, 0, np.cumsum(lengths))
+    else:  # a slice each, made in C by map
+        cuts = map(slice, (positions + frame.HEADER).tolist(), (positions + lengths - frame.FOOTER).tolist())
+        records = list(map(buf.__getitem__, cuts))
     computed = mask_array(np.fromiter(map(crc_function(), records), np.uint32, len(records)))
     footers = u8[(positions + lengths - frame.FOOTER)[:, None] + _FOOTER_BYTES].copy().view("<u4").ravel()
     if not np.array_equal(computed, footers):
         return None
     return list(map(records.__getitem__, chosen.tolist()))
+
+
+def _run_heads(files: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which of the sorted distinct frames start a new read: the rest join the read before them.
+
+    A frame joins when it follows the previous one in the same file within
+    ``GAP_BYTES``, while the gaps joined stay within ``GAP_BUDGET`` (the
+    smallest first). Overlapping frames (an index that does not match its file)
+    never join: each is read on its own, as before gaps were read.
+
+    Example:
+        >>> _run_heads(np.array([3, 3, 3, 4]), np.array([0, 21, 9000, 0]), np.array([21, 42, 9021, 21]))
+        array([ True, False,  True,  True])
+    """
+    gaps = np.full(len(starts), -1, np.int64)
+    gaps[1:] = np.where(files[1:] == files[:-1], starts[1:] - ends[:-1], -1)
+    joined = (gaps >= 0) & (gaps <= GAP_BYTES)
+    skipped = np.sort(gaps[joined])
+    if skipped.size and skipped[-1] and int(skipped.sum()) > GAP_BUDGET:
+        joined &= gaps < skipped[np.cumsum(skipped) > GAP_BUDGET][0]  # the largest gaps are read over no more
+    return ~joined
 
 
 _HEADER_BYTES = np.arange(frame.HEADER)
