@@ -141,7 +141,7 @@ def global_shuffle_rows(directory: str, quick: bool, repeat: int) -> list[tuple[
     for label, workload in GLOBAL_WORKLOADS.items():
         records = make_records(workload, quick)
         prefix = os.path.join(directory, f"global-{label}")
-        with ShardedWriter(prefix, num_shards=16, index=True) as writer:
+        with ShardedWriter(prefix, num_shards=16, index=True, overwrite=True) as writer:
             writer.write_many(records)
         files = sorted(glob.glob(prefix + "-*-of-00016.tfrecord"))
         spec = tfrec_spec(WORKLOADS[workload][1])
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         prefix = os.path.join(directory, "w")
 
         def write() -> int:
-            with ShardedWriter(prefix, num_shards=8, index=True) as writer:
+            with ShardedWriter(prefix, num_shards=8, index=True, overwrite=True) as writer:
                 writer.write_many(records)
             return writer.summary.records
 
