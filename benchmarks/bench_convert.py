@@ -9,8 +9,8 @@ Two workloads, each converted once per implementation into one uncompressed TFRe
   (the shipped examples/digits.tar.gz, repeated). tfrec: ``write_samples(read_webdataset(path))``.
   TensorFlow: ``tarfile`` + grouping by basename + ``tf.train.Example`` + ``TFRecordWriter``.
 
-The TensorFlow rows run in a subprocess with ``--tf-python`` (default /work/tfvenv/bin/python, or
-$TF_PYTHON), and are skipped when TensorFlow cannot be imported there. Both write the same records
+The TensorFlow rows run in a subprocess with ``--tf-python`` (default: $TF_PYTHON, else
+this interpreter), and are skipped when TensorFlow cannot be imported there. Both write the same records
 (the script checks the counts).
 
     python benchmarks/bench_convert.py --rows 200000 --images 20000
@@ -134,7 +134,7 @@ def main() -> None:
     )
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--images", type=int, default=20_000)
-    parser.add_argument("--tf-python", default=os.environ.get("TF_PYTHON", "/work/tfvenv/bin/python"))
+    parser.add_argument("--tf-python", default=os.environ.get("TF_PYTHON", sys.executable))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         csv_path, tar_path = os.path.join(tmp, "t.csv"), os.path.join(tmp, "t.tar")
