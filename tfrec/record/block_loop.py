@@ -145,14 +145,15 @@ class BlockLoop:
                     span, base = self._read_span(buf, pos, base, index)
                     buf, pos, eof = span.buffer, span.first, span.end_of_stream  # type: ignore[assignment]
                 start = pos
-                ends, pos, bad_length = split_block(buf, pos, self.verify_checksums)
                 known = NO_CRCS  # data CRCs of the frames from start on, taken as they were read
-                more = span is not None and 0 < span.frames < ends.size
-                if span is not None:
-                    known = span.crcs
-                    if more:  # the batch's frames alone: the rest are found again, for the next batch
-                        ends, bad_length = ends[: span.frames], False
-                        pos = int(ends[-1])
+                # A span's frames were found (their lengths checked) as it was read; what follows
+                # them is found again, from the top, for the next batch.
+                more = span is not None and span.frames > 0
+                if span is not None and more:
+                    ends, known, bad_length = span.ends, span.crcs, False
+                    pos = int(ends[-1])
+                else:
+                    ends, pos, bad_length = split_block(buf, pos, self.verify_checksums)
                 if ends.size:
                     yield from self._hand_out(buf, start, ends, base, index, known)
                     index += ends.size
@@ -256,6 +257,7 @@ class BlockLoop:
                 wanted=self.wanted,
                 index=index,
                 digest=self.crc if self.verify_checksums else None,
+                verify_lengths=self.verify_checksums,
             )
         return span, base + pos - span.first
 

@@ -17,14 +17,16 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import IO
 
 from ..errors import RecordError, TruncatedRecordError
 from .compression import Compression, looks_like, open_decompressed
 from .files import open_regular
+from .fill_ahead import Filler, fill_here
 from .read_ahead import ReadAhead
 
 __all__ = ["MAX_READ", "RecordStream"]
@@ -72,6 +74,7 @@ class RecordStream:
         self._stream: IO[bytes] | None = None
         self._ahead: ReadAhead | None = None  # reads self._stream, a block ahead when asked to
         self._may_read_ahead = False
+        self._filler: Filler | None = None  # fills spans in a thread (fill); made at first use
         self.end: int | None = None  # decompressed size when known (plain files)
 
     def open(self, start: int, index: int, *, digest: Callable[[bytes], int] | None) -> None:
@@ -160,6 +163,20 @@ class RecordStream:
             self._damaged(exc, offset, index)
             return 0
 
+    def fill(
+        self, target: memoryview, offset: int, index: int, piece: int, *, ahead: bool
+    ) -> Generator[int, None, None]:
+        """Fill ``target`` as :meth:`read_into` does, ``piece`` bytes at a time; yield how many bytes
+        are filled each time a piece lands. With ``ahead``, a stream that may be read ahead is read
+        in a background thread (:mod:`~tfrec.record.fill_ahead`) while the caller checks what is
+        filled; errors are raised where reading in this thread would raise them."""
+        read_into = functools.partial(self.read_into, offset=offset, index=index)
+        if not (ahead and self._may_read_ahead):
+            return fill_here(read_into, target, piece)
+        if self._filler is None:
+            self._filler = Filler()
+        return self._filler.fill(read_into, target, piece)
+
     def _damaged(self, exc: zlib.error | EOFError, offset: int, index: int) -> None:
         """Report a damaged compressed stream at the frame at ``offset``; reading ends there."""
         error: RecordError
@@ -226,6 +243,9 @@ class RecordStream:
 
     def close(self) -> None:
         """Close the file if it was opened here (idempotent); stop reading ahead."""
+        if self._filler is not None:
+            self._filler.close()
+            self._filler = None
         if self._ahead is not None:
             self._ahead.stop()
             self._ahead = None
