@@ -1,0 +1,181 @@
+"""Spans filled in a background thread while their CRCs are taken (tfrec.record.fill_ahead)."""
+
+from __future__ import annotations
+
+import gc
+import io
+import mmap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tfrec
+from tfrec.record import spans
+from tfrec.record.fill_ahead import Filler, fill_here
+
+KIB = 1024
+
+
+def _fill_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "tfrec-fill"]
+
+
+def _no_fill_threads() -> bool:
+    for thread in _fill_threads():
+        thread.join(timeout=10)
+    return not _fill_threads()
+
+
+class _FailingAt:
+    """A stream whose read fails once ``limit`` bytes have been read."""
+
+    def __init__(self, data: bytes, limit: int) -> None:
+        self.stream = io.BytesIO(data)
+        self.limit = limit
+
+    def readinto(self, target: memoryview) -> int:
+        if self.stream.tell() >= self.limit:
+            raise OSError(5, "Input/output error")
+        return self.stream.readinto(target)
+
+
+def test_a_filler_fills_piece_by_piece_as_reading_here_does() -> None:
+    data = np.random.default_rng(0).bytes(1000)
+    for fill in (Filler().fill, fill_here):
+        target = bytearray(1200)
+        with memoryview(target) as view:
+            counts = list(fill(io.BytesIO(data).readinto, view, 300))
+        # Each count is a piece's end (the thread may land several before the caller looks), fewer
+        # than asked only at the end of the stream.
+        assert counts == sorted(set(counts)) and set(counts) <= {300, 600, 900, 1000}
+        assert counts[-1] == 1000
+        assert bytes(target[:1000]) == data
+
+
+def test_an_error_in_the_thread_is_raised_after_the_pieces_before_it() -> None:
+    data = bytes(range(256)) * 8
+    filler = Filler()
+    outcomes = []
+    for fill in (filler.fill, fill_here):
+        counts: list[int] = []
+        with pytest.raises(OSError, match="Input/output error"):
+            for count in fill(_FailingAt(data, 600).readinto, memoryview(bytearray(2048)), 200):
+                counts.append(count)
+        outcomes.append(counts)
+    assert outcomes[1] == [200, 400, 600]
+    assert set(outcomes[0]) <= {200, 400, 600} and outcomes[0][-1] == 600  # all before the error
+    target = bytearray(300)  # the thread serves the next fill
+    assert list(filler.fill(io.BytesIO(data).readinto, memoryview(target), 200))[-1] == 300
+    filler.close()
+    assert _no_fill_threads()
+
+
+def test_a_fill_left_early_lets_go_of_its_buffer() -> None:
+    stream = io.BytesIO(bytes(4 * KIB))
+
+    def slow_read_into(target: memoryview) -> int:
+        time.sleep(0.01)  # the thread is still reading when the caller leaves
+        return stream.readinto(target)
+
+    buffer = mmap.mmap(-1, 4 * KIB)
+    filler = Filler()
+    with memoryview(buffer) as view:
+        fill = filler.fill(slow_read_into, view[:], 512)
+        assert next(fill) >= 512
+        fill.close()
+    assert stream.tell() < 4 * KIB  # it stopped at the piece it was reading
+    buffer.resize(8 * KIB)  # a map with a view of it alive (in the thread) could not be resized
+    filler.close()
+    assert _no_fill_threads()
+
+
+def test_a_collected_filler_stops_its_thread() -> None:
+    filler = Filler()
+    assert list(filler.fill(io.BytesIO(bytes(100)).readinto, memoryview(bytearray(100)), 10))[-1] == 100
+    assert len(_fill_threads()) >= 1
+    del filler
+    gc.collect()
+    assert _no_fill_threads()
+
+
+# -- through the reader: small pieces, so that spans of a few records are filled in the thread --
+
+
+@pytest.fixture
+def threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spans, "PIECE", 48 * KIB)
+    monkeypatch.setattr(spans, "FILL_AHEAD_MIN", 96 * KIB)
+
+
+def _large_file(tmp_path: Path, count: int = 30) -> tuple[Path, list[bytes]]:
+    rng = np.random.default_rng(7)
+    records = [rng.bytes(int(n)) for n in rng.integers(64 * KIB, 200 * KIB, count)]
+    path = tmp_path / "x.tfrecord"
+    tfrec.write_records(path, records)
+    return path, records
+
+
+def _outcome(run: object) -> tuple[list[bytes], tuple[object, ...] | None]:
+    got: list[bytes] = []
+    try:
+        for item in run:  # type: ignore[attr-defined]
+            got.extend(item if isinstance(item, tfrec.RecordBatch) else [item])
+    except tfrec.RecordError as exc:
+        return got, (type(exc), str(exc), exc.index, exc.offset)
+    return got, None
+
+
+@pytest.mark.usefixtures("threaded")
+@pytest.mark.parametrize("size", [1, 3, 8, 30])
+def test_threaded_spans_read_what_records_do(tmp_path: Path, size: int) -> None:
+    path, records = _large_file(tmp_path)
+    batches = list(tfrec.read_batches(path, size))
+    assert [list(b) for b in batches] == [records[i : i + size] for i in range(0, len(records), size)]
+
+
+@pytest.mark.usefixtures("threaded")
+@pytest.mark.parametrize("where", [0.05, 0.3, 0.55, 0.8, 0.97])
+@pytest.mark.parametrize("damage", ["flip data", "flip length", "truncate"])
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_threaded_spans_raise_the_errors_of_read_records_at_the_same_record(
+    tmp_path: Path, where: float, damage: str, on_error: str
+) -> None:
+    path, _ = _large_file(tmp_path)
+    data = bytearray(path.read_bytes())
+    at = int(where * len(data))
+    if damage == "truncate":
+        del data[at:]
+    else:
+        if damage == "flip length":  # the length field of the frame at or after `at`
+            starts = [0] + [b.end_offset for b in tfrec.RecordReader(path).batches(1)][:-1]
+            at = max(start for start in starts if start <= at)
+        data[at] ^= 0x20
+    path.write_bytes(bytes(data))
+    expected = _outcome(tfrec.read_records(path, on_error=on_error))  # type: ignore[arg-type]
+    for size in (2, 7):
+        got = _outcome(tfrec.read_batches(path, size, on_error=on_error))  # type: ignore[arg-type]
+        assert got == expected
+
+
+@pytest.mark.usefixtures("threaded")
+def test_a_reader_closed_or_dropped_early_leaves_no_thread(tmp_path: Path) -> None:
+    path, records = _large_file(tmp_path)
+    reader = tfrec.RecordReader(path)
+    batches = reader.batches(8)
+    assert list(next(batches)) == records[:8]
+    assert _fill_threads()  # the thread is there while the reader reads
+    reader.close()
+    assert _no_fill_threads()
+
+    batches = tfrec.RecordReader(path).batches(8)
+    next(batches)
+    del batches
+    gc.collect()
+    assert _no_fill_threads()
+
+    for _ in range(3):  # finished readers leave none either
+        assert sum(map(len, tfrec.read_batches(path, 5))) == len(records)
+    assert _no_fill_threads()
