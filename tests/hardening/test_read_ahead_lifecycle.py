@@ -68,3 +68,40 @@ def test_a_file_that_ends_inside_a_large_record_says_how_many_bytes_are_left(
     assert (caught.value.index, caught.value.offset) == (1, 116)
     with pytest.raises(tfrec.TruncatedRecordError, match=expected):
         list(tfrec.read_batches(path, 7))
+
+
+@pytest.fixture(scope="module")
+def large_file(tmp_path_factory: pytest.TempPathFactory) -> str:
+    rng = np.random.default_rng(6)
+    path = tmp_path_factory.mktemp("fill") / "x.tfrecord"
+    tfrec.write_records(path, [rng.bytes(100 * 1024) for _ in range(200)])  # 20 MB
+    return str(path)
+
+
+def test_a_reader_of_large_records_left_open_at_exit_lets_the_interpreter_exit(large_file: str) -> None:
+    # Spans of 64 records (6.4 MB) are filled in the filler's thread, idle between batches.
+    code = f"""
+        import threading, tfrec
+        batches = tfrec.RecordReader({large_file!r}).batches(64)
+        next(batches)
+        report([t.name for t in threading.enumerate() if t.name == "tfrec-fill"])
+    """
+    child = run_child(code, timeout=60)
+    assert (child.returncode, child.result) == (0, ["tfrec-fill"]), child.describe()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="needs fork")
+def test_a_process_forked_between_spans_reads_on_in_the_child(large_file: str) -> None:
+    # The child has no copy of the filler's thread: it starts its own. (Only the child reads on: the
+    # two processes share the file's offset.)
+    code = f"""
+        import os, tfrec
+        batches = tfrec.RecordReader({large_file!r}).batches(64)
+        first = len(next(batches))
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if first + sum(map(len, batches)) == 200 else 3)
+        report(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    """
+    child = run_child(code, timeout=60)
+    assert child.result == 0, child.describe()
