@@ -149,8 +149,9 @@ def test_threaded_spans_raise_the_errors_of_read_records_at_the_same_record(
     if damage == "truncate":
         del data[at:]
     else:
-        if damage == "flip length":  # the length field of the frame at or after `at`
-            starts = [0] + [b.end_offset for b in tfrec.RecordReader(path).batches(1)][:-1]
+        if damage == "flip length":  # the length field of the frame that holds `at`
+            ends = [b.end_offset for b in tfrec.RecordReader(path).batches(1)]
+            starts = [0, *ends[:-1]]
             at = max(start for start in starts if start <= at)
         data[at] ^= 0x20
     path.write_bytes(bytes(data))
