@@ -184,7 +184,8 @@ class RecordReader:
         a batch at a time into a buffer of the batch's own, sized by their frames (one copy from
         the file, none after); such buffers are reused once nothing refers to them. An
         uncompressed file or other stream that can seek is read a block ahead in a background
-        thread (a pipe is not: closing the reader would wait for its data). With
+        thread (a pipe is not: closing the reader would wait for its data), and a batch of large
+        records of 4 MiB or more is filled by a thread while the CRCs of what it filled are taken. With
         ``on_error="skip"`` a batch may hold records from both sides of skipped damage;
         ``batch.start_index`` is its first record's.
 
