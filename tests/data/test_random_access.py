@@ -428,6 +428,28 @@ def test_grain_batches_of_keys_read_with_read_batch(tmp_path: Path) -> None:
     assert len(set(ids)) == 20 and ids != sorted(ids)
 
 
+def test_grain_batched_read_push_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With grain's batched-read push-down on (an experiment, off in grain 0.2), batch asks _getitems."""
+    grain = pytest.importorskip("grain")
+    batch_module = pytest.importorskip("grain._src.python.dataset.transformations.batch")
+    if not hasattr(batch_module, "_is_batch_map_pushdown_experiment_enabled"):
+        pytest.skip("this grain has no batched-read push-down switch")
+    features = FeaturesDict({"id": Tensor(shape=(), dtype=np.int64), "t": Text()})
+    write_dataset([{"id": i, "t": f"text {i}"} for i in range(10)], tmp_path / "p", features, num_shards=2)
+    source = RecordFileSource(str(tmp_path / "p-*.tfrecord"), features=features)
+    expected = [b["id"].tolist() for b in grain.MapDataset.source(source).shuffle(seed=5).batch(4)]
+    calls: list[int] = []
+
+    def getitems(self: RecordFileSource, keys: list[int]) -> list[Any]:
+        calls.append(len(keys))
+        return self.__getitems__(keys)
+
+    monkeypatch.setattr(RecordFileSource, "_getitems", getitems)
+    monkeypatch.setattr(batch_module, "_is_batch_map_pushdown_experiment_enabled", lambda: True)
+    pushed = [b["id"].tolist() for b in grain.MapDataset.source(source).shuffle(seed=5).batch(4)]
+    assert pushed == expected and sorted(calls) == [2, 4, 4]
+
+
 def test_grain_data_loader_with_features(tmp_path: Path) -> None:
     grain = pytest.importorskip("grain")
     features = FeaturesDict(
