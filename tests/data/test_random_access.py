@@ -297,6 +297,43 @@ def test_spec_decode(tmp_path: Path, spec_kind: str) -> None:
         assert int(item["id"]) == key
 
 
+def test_read_batch_is_the_batched_decode_of_those_records(tmp_path: Path) -> None:
+    features = FeaturesDict(
+        {"label": ClassLabel(names=["a", "b"]), "v": Tensor(shape=(None,), dtype=np.int64), "t": Text()}
+    )
+    samples = [{"label": i % 2, "v": np.arange(i, dtype=np.int64), "t": str(i)} for i in range(9)]
+    write_dataset(samples, tmp_path / "f", features, max_records=4)
+    paths = sorted(str(p) for p in tmp_path.glob("f-*.tfrecord"))
+    records = [r for path in paths for r in tfrec.read_records(path)]
+    source = RecordFileSource(paths, features=features)
+    keys = [8, 0, 4, 4, -1, 3]
+    batch = source.read_batch(keys)
+    assert same(batch, features.deserialize_batch([records[k] for k in keys]))
+    assert batch["t"].tolist() == [str(k % 9) for k in keys]
+    rows = source_module._rows(batch, len(keys))
+    assert all(same(row, source[key]) for row, key in zip(rows, keys, strict=True))
+    assert same(source.read_batch([]), features.deserialize_batch([]))
+    assert same(pickle.loads(pickle.dumps(source.read_batch))([2, 1]), source.read_batch([2, 1]))
+
+
+@pytest.mark.parametrize("spec_kind", ["fixed", "varlen", "raw"])
+def test_read_batch_with_a_spec_or_raw(tmp_path: Path, spec_kind: str) -> None:
+    records = [tfrec.encode_example({"id": i, "xs": np.arange(i % 3, dtype=np.float32)}) for i in range(6)]
+    paths = write_shards(tmp_path, [records[:2], records[2:]], index=True)
+    spec: dict[str, Any] = {"id": FixedLenFeature([], tfrec.int64)}
+    if spec_kind == "varlen":
+        spec = {**spec, "xs": VarLenFeature(tfrec.float32)}
+    source = RecordFileSource(paths, spec=None if spec_kind == "raw" else spec)
+    keys = np.array([5, 1, 2, 0, 5])  # grain hands over Python ints; a batched key array works too
+    chosen = [records[k] for k in keys]
+    expected = chosen if spec_kind == "raw" else tfrec.parse_example(chosen, spec)
+    assert same(source.read_batch(keys), expected)
+    with pytest.raises(OutOfRangeError, match="record 6 is out of range"):
+        source.read_batch([1, 6])
+    with pytest.raises(InvalidArgumentError, match="integers, not str"):
+        source.read_batch([1, "2"])
+
+
 # -- pickling and threads -------------------------------------------------------------------------------
 
 
@@ -368,6 +405,49 @@ def test_grain_map_dataset(three_shards: tuple[list[str], list[bytes]]) -> None:
     )
     batches = list(grain.MapDataset.source(source).map(len).batch(4))
     assert np.concatenate(batches).tolist() == list(map(len, expected))
+
+
+def test_grain_batches_of_keys_read_with_read_batch(tmp_path: Path) -> None:
+    """grain shuffles record numbers, read_batch reads each batch: MapDataset.source(source)'s batches."""
+    grain = pytest.importorskip("grain")
+    features = FeaturesDict(
+        {"id": Tensor(shape=(), dtype=np.int64), "x": Tensor(shape=(2,), dtype=np.float32), "t": Text()}
+    )
+    samples = [{"id": i, "x": np.full(2, i, np.float32), "t": f"text {i}"} for i in range(23)]
+    write_dataset(samples, tmp_path / "g", features, num_shards=3, index=True)
+    source = RecordFileSource(str(tmp_path / "g-*.tfrecord"), features=features)
+    for drop_remainder in (False, True):
+        plain = grain.MapDataset.source(source).shuffle(seed=5).batch(4, drop_remainder=drop_remainder)
+        keys = grain.MapDataset.range(len(source)).shuffle(seed=5)
+        fast = keys.batch(4, drop_remainder=drop_remainder, batch_fn=source.read_batch)
+        assert len(fast) == len(plain) == (5 if drop_remainder else 6)
+        for got, expected in zip(list(fast), list(plain), strict=True):  # iterated in grain's threads
+            assert same(got["id"], expected["id"]) and same(got["x"], expected["x"])
+            assert got["t"].tolist() == expected["t"].tolist()  # grain stacks str into "<U"; ours: objects
+    ids = np.concatenate([batch["id"] for batch in fast]).tolist()
+    assert len(set(ids)) == 20 and ids != sorted(ids)
+
+
+def test_grain_batched_read_push_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With grain's batched-read push-down on (an experiment, off in grain 0.2), batch asks _getitems."""
+    grain = pytest.importorskip("grain")
+    batch_module = pytest.importorskip("grain._src.python.dataset.transformations.batch")
+    if not hasattr(batch_module, "_is_batch_map_pushdown_experiment_enabled"):
+        pytest.skip("this grain has no batched-read push-down switch")
+    features = FeaturesDict({"id": Tensor(shape=(), dtype=np.int64), "t": Text()})
+    write_dataset([{"id": i, "t": f"text {i}"} for i in range(10)], tmp_path / "p", features, num_shards=2)
+    source = RecordFileSource(str(tmp_path / "p-*.tfrecord"), features=features)
+    expected = [b["id"].tolist() for b in grain.MapDataset.source(source).shuffle(seed=5).batch(4)]
+    calls: list[int] = []
+
+    def getitems(self: RecordFileSource, keys: list[int]) -> list[Any]:
+        calls.append(len(keys))
+        return self.__getitems__(keys)
+
+    monkeypatch.setattr(RecordFileSource, "_getitems", getitems)
+    monkeypatch.setattr(batch_module, "_is_batch_map_pushdown_experiment_enabled", lambda: True)
+    pushed = [b["id"].tolist() for b in grain.MapDataset.source(source).shuffle(seed=5).batch(4)]
+    assert pushed == expected and sorted(calls) == [2, 4, 4]
 
 
 def test_grain_data_loader_with_features(tmp_path: Path) -> None:

@@ -186,6 +186,27 @@ class RecordFileSource:
     # grain's batched-read protocol (SupportsBatchedReadRandomAccessDataSource) names it so.
     _getitems = __getitems__
 
+    def read_batch(self, record_keys: Sequence[SupportsIndex]) -> Any:
+        """The records with these numbers as one batch: read together, decoded as one batch.
+
+        A batch as ``TFRecordDataset(...).batch(n)`` gives it: with features, the
+        nested dict of batched arrays of ``features.deserialize_batch``; with a
+        spec, ``parse_example``'s ``{key: array}``; else a list of bytes. Row
+        ``j`` holds the values of ``self[record_keys[j]]``. It is the batch
+        function of grain's map datasets, whose ``batch`` step otherwise
+        fetches and decodes one record at a time and stacks them.
+
+        Example:
+            >>> keys = grain.MapDataset.range(len(source)).shuffle(seed=0)
+            >>> dataset = keys.batch(256, batch_fn=source.read_batch)  # batches of decoded records
+        """
+        records = self._read_many(self._numbers(record_keys))
+        if self._features is not None:
+            return self._features.deserialize_batch(records)
+        if self._spec is not None:
+            return parse_example(records, self._spec)
+        return records
+
     def _number(self, record_key: SupportsIndex) -> int:
         try:
             number = operator.index(record_key)
