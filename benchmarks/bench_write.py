@@ -124,12 +124,20 @@ def tfrec_rows(name: str, samples: list[dict[str, Any]], directory: str, repeat:
         return count
 
     assert [features.serialize_example(s) for s in samples[:100]] == records[:100]
+    fresh = functools.partial(clear, directory)
     return {
-        "floor": count / best_time(floor, count, repeat),
-        "write_dataset": count / best_time(dataset, count, repeat),
-        "encode_example": count / best_time(encode, count, repeat),
+        "floor": count / best_time(floor, count, repeat, fresh),
+        "write_dataset": count / best_time(dataset, count, repeat, fresh),
+        "encode_example": count / best_time(encode, count, repeat, fresh),
         **schemaless_batch_rows(samples, path, repeat),
     }
+
+
+def clear(directory: str) -> None:
+    """Remove what an earlier run wrote (untimed): every writer writes new files, none pays for freeing
+    the last run's (and write_dataset refuses an earlier set of shards without overwrite=True)."""
+    for name in os.listdir(directory):
+        os.remove(os.path.join(directory, name))
 
 
 def schemaless_batch_rows(samples: list[dict[str, Any]], path: str, repeat: int) -> dict[str, float]:
@@ -143,7 +151,8 @@ def schemaless_batch_rows(samples: list[dict[str, Any]], path: str, repeat: int)
         return count
 
     assert tfrec.example.encode_examples(samples[:100]) == [tfrec.encode_example(s) for s in samples[:100]]
-    return {"encode_examples": count / best_time(encode_batches, count, repeat)}
+    fresh = functools.partial(clear, os.path.dirname(path))
+    return {"encode_examples": count / best_time(encode_batches, count, repeat, fresh)}
 
 
 def column_rate(repeat: int, quick: bool) -> float:
@@ -205,7 +214,8 @@ def main() -> int:
             tf_rate = None
             if tf is not None:
                 run = functools.partial(tf_writer, tf, samples, path)
-                tf_rate = len(samples) / best_time(run, len(samples), args.repeat)
+                fresh = functools.partial(clear, directory)
+                tf_rate = len(samples) / best_time(run, len(samples), args.repeat, fresh)
             peer = _peer(args, name, directory)
             print(f"{name}: {len(samples):,} samples, records/s")
             print_lines(_table(rates, tf_rate, peer.get("rate")))
@@ -246,10 +256,12 @@ def table_rows(tf: Any, directory: str, repeat: int, rows: int) -> list[list[str
 
         return run
 
-    rates = {label: rows / best_time(writer(table), rows, repeat) for label, table in tables.items()}
+    fresh = functools.partial(clear, directory)
+    rates = {label: rows / best_time(writer(table), rows, repeat, fresh) for label, table in tables.items()}
     tf_rate = None
     if tf is not None:
-        tf_rate = rows / best_time(functools.partial(tf_rows, tf, columns, directory), rows, repeat)
+        run = functools.partial(tf_rows, tf, columns, directory)
+        tf_rate = rows / best_time(run, rows, repeat, fresh)
     lines = [["writer", "rows/s", "vs TF"]]
     for label in ("numpy columns (target 500k rows/s)", "pandas DataFrame", "pyarrow Table"):
         rate = rates.get(label)
