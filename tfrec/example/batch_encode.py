@@ -22,7 +22,7 @@ import functools
 import itertools
 import operator
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ __all__ = [
     "Column",
     "encode_columns",
     "encode_examples",
+    "encode_joined",
     "encode_records",
     "split",
     "varint_array",
@@ -200,7 +201,31 @@ def encode_records(columns: Sequence[Column], count: int) -> tuple[list[bytes], 
     if not count:
         return [], np.zeros(0, np.int64)
     parts, lengths = _record_parts(columns, count)
-    return _join(parts, count), lengths
+    return _join(_merged(parts, count), count), lengths
+
+
+def encode_joined(
+    columns: Sequence[Column], count: int, before: Callable[[np.ndarray], np.ndarray], after: int
+) -> tuple[bytearray, np.ndarray]:
+    """The bytes of every record back to back in one buffer, each record between a row of bytes
+    made from the records' lengths and ``after`` zero bytes; and the length of each record (int64).
+
+    ``before(lengths)`` gives one row per record (a uint8 array ``(count, width)``): a writer's
+    frame headers, and the zero bytes its footers, filled in afterwards. Each record's bytes are
+    copied once, into the buffer, where :func:`encode_records` and a join of its records would
+    copy the large values (images...) twice.
+
+    Example:
+        >>> buffer, lengths = encode_joined([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2,
+        ...                                 lambda n: n[:, None].astype(np.uint8), 1)
+        >>> bytes(buffer[1 : 1 + lengths[0]]) == encode_example({"t": b"a"})
+        True
+    """
+    if not count:
+        return bytearray(), np.zeros(0, np.int64)
+    parts, lengths = _record_parts(columns, count)
+    bounded = [before(lengths), *parts, bytes(after)]
+    return bytearray().join(itertools.chain.from_iterable(_pieces(_merged(bounded, count), count))), lengths
 
 
 def _record_parts(columns: Sequence[Column], count: int) -> tuple[list[_Part], np.ndarray]:
@@ -212,7 +237,7 @@ def _record_parts(columns: Sequence[Column], count: int) -> tuple[list[_Part], n
     for part in parts:
         body += _part_lengths(part)
     heads = 1 + varint_lengths(body)
-    return _merged([_outer_heads(body, heads), *parts], count), body + heads
+    return [_outer_heads(body, heads), *parts], body + heads
 
 
 def _part_lengths(part: _Part) -> np.ndarray | int:
@@ -280,6 +305,16 @@ def _fill(run: list[bytes | np.ndarray], count: int) -> bytes | np.ndarray:
 
 def _join(parts: list[_Part], count: int) -> list[bytes]:
     """Each record's bytes: its piece of every part, joined."""
+    if len(parts) == 1:
+        part = parts[0]
+        if isinstance(part, bytes):
+            return [part] * count
+        return list(_rows(part) if isinstance(part, np.ndarray) else part[0])
+    return list(map(b"".join, _pieces(parts, count)))
+
+
+def _pieces(parts: list[_Part], count: int) -> Iterator[tuple[bytes, ...]]:
+    """Each record's piece of every part, in order: a tuple per record."""
     columns: list[Any] = []
     for part in parts:
         if isinstance(part, bytes):
@@ -288,9 +323,7 @@ def _join(parts: list[_Part], count: int) -> list[bytes]:
             columns.append(_rows(part))
         else:
             columns.append(part[0])
-    if len(columns) == 1:
-        return list(itertools.islice(columns[0], count))
-    return list(map(b"".join, zip(*columns, strict=False)))  # constants repeat without end
+    return itertools.islice(zip(*columns, strict=False), count)  # constants repeat without end
 
 
 def _rows(block: np.ndarray) -> tuple[bytes, ...]:

@@ -31,9 +31,10 @@ import numpy as np
 
 from ..errors import MissingFeatureError
 from ..example import wire
-from ..example.batch_encode import RAW, Column, encode_columns, encode_records
+from ..example.batch_encode import RAW, Column, encode_columns, encode_joined
 from ..example.codec import PackedHeads, append_entry, encode_varints, join_entries, varint
-from ..record.framing_batch import Frames, frame_records
+from ..record.frame import FOOTER
+from ..record.framing_batch import Frames, frame_heads, seal_frames
 from .base import FeatureConnector, check_keys
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
@@ -384,7 +385,10 @@ def compile_frame_encoder(
 
     def serialize_frames(values: Iterable[Any]) -> Frames:
         rows = values if isinstance(values, list) else list(values)
-        return frame_records(*encode_records(columnize(rows), len(rows)))
+        # The records are joined straight into their frames (a header before each, a footer after):
+        # a large value (an image...) is copied once, and its CRC read where it lies.
+        buffer, lengths = encode_joined(columnize(rows), len(rows), frame_heads, FOOTER)
+        return seal_frames(buffer, lengths)
 
     return serialize_frames
 
