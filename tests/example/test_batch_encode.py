@@ -15,9 +15,9 @@ from tfrec.example import wire
 from tfrec.example.batch_encode import (
     RAW,
     Column,
+    RecordParts,
     encode_columns,
     encode_examples,
-    encode_joined,
     varint_array,
 )
 from tfrec.example.codec import append_entry, encode_entries, encode_varints, join_entries
@@ -126,9 +126,11 @@ def test_typed_columns_encode_as_encode_typed_example(
         expected.append(join_entries(parts))
     assert encode_columns(columns, rows) == expected
     # Joined into one buffer, each record between a row made from its length and zero bytes.
-    buffer, lengths = encode_joined(columns, rows, marks, 2)
-    assert lengths.tolist() == [len(record) for record in expected]
-    assert bytes(buffer) == b"".join(marks(np.array([len(r)])).tobytes() + r + bytes(2) for r in expected)
+    parts = RecordParts(columns, rows)
+    assert parts.lengths.tolist() == [len(record) for record in expected]
+    assert parts.records() == expected
+    framed = [marks(np.array([len(r)])).tobytes() + r + bytes(2) for r in expected]
+    assert bytes(parts.joined(marks, 2)) == b"".join(framed)
 
 
 def marks(lengths: np.ndarray) -> np.ndarray:

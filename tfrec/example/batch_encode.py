@@ -35,9 +35,9 @@ from .codec import encode_entries, encode_example, packed_head, varint
 __all__ = [
     "RAW",
     "Column",
+    "RecordParts",
     "encode_columns",
     "encode_examples",
-    "encode_joined",
     "encode_records",
     "split",
     "varint_array",
@@ -198,34 +198,48 @@ def encode_records(columns: Sequence[Column], count: int) -> tuple[list[bytes], 
         >>> lengths.tolist() == [len(r) for r in records]
         True
     """
-    if not count:
-        return [], np.zeros(0, np.int64)
-    parts, lengths = _record_parts(columns, count)
-    return _join(_merged(parts, count), count), lengths
+    parts = RecordParts(columns, count)
+    return parts.records(), parts.lengths
 
 
-def encode_joined(
-    columns: Sequence[Column], count: int, before: Callable[[np.ndarray], np.ndarray], after: int
-) -> tuple[bytearray, np.ndarray]:
-    """The bytes of every record back to back in one buffer, each record between a row of bytes
-    made from the records' lengths and ``after`` zero bytes; and the length of each record (int64).
-
-    ``before(lengths)`` gives one row per record (a uint8 array ``(count, width)``): a writer's
-    frame headers, and the zero bytes its footers, filled in afterwards. Each record's bytes are
-    copied once, into the buffer, where :func:`encode_records` and a join of its records would
-    copy the large values (images...) twice.
+class RecordParts:
+    """The records of ``columns``, encoded column by column but not joined yet: ``lengths`` (int64)
+    says how long each record is, :meth:`records` joins each record alone and :meth:`joined` all of
+    them into one buffer, each between bytes of the caller's (a writer's frame header and footer).
 
     Example:
-        >>> buffer, lengths = encode_joined([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2,
-        ...                                 lambda n: n[:, None].astype(np.uint8), 1)
-        >>> bytes(buffer[1 : 1 + lengths[0]]) == encode_example({"t": b"a"})
-        True
+        >>> parts = RecordParts([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2)
+        >>> parts.records()[1] == encode_example({"t": b"bc"}), parts.lengths.tolist()
+        (True, [10, 11])
     """
-    if not count:
-        return bytearray(), np.zeros(0, np.int64)
-    parts, lengths = _record_parts(columns, count)
-    bounded = [before(lengths), *parts, bytes(after)]
-    return bytearray().join(itertools.chain.from_iterable(_pieces(_merged(bounded, count), count))), lengths
+
+    def __init__(self, columns: Sequence[Column], count: int) -> None:
+        self.count = count
+        if count:
+            self._parts, self.lengths = _record_parts(columns, count)
+        else:
+            self._parts, self.lengths = [], np.zeros(0, np.int64)
+
+    def records(self) -> list[bytes]:
+        """Each record's bytes."""
+        return _join(_merged(self._parts, self.count), self.count) if self.count else []
+
+    def joined(self, before: Callable[[np.ndarray], np.ndarray], after: int) -> bytearray:
+        """Every record's bytes back to back in one buffer, each after its row of ``before(lengths)``
+        (a uint8 array ``(count, width)``: a writer's frame headers) and before ``after`` zero bytes
+        (room for its footer). A large value (an image...) is copied once, into the buffer, where
+        :meth:`records` and a join of the records copy it twice.
+
+        Example:
+            >>> parts = RecordParts([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2)
+            >>> buffer = parts.joined(lambda lengths: lengths[:, None].astype(np.uint8), 1)
+            >>> bytes(buffer[1:11]) == encode_example({"t": b"a"})
+            True
+        """
+        if not self.count:
+            return bytearray()
+        bounded = _merged([before(self.lengths), *self._parts, bytes(after)], self.count)
+        return bytearray().join(itertools.chain.from_iterable(_pieces(bounded, self.count)))
 
 
 def _record_parts(columns: Sequence[Column], count: int) -> tuple[list[_Part], np.ndarray]:
