@@ -26,6 +26,7 @@ Targets (the issue's): write_dataset >= 15x TF and >= 50% of the floor; encode_e
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import os
@@ -201,6 +202,9 @@ def peer_main(args: Any) -> int:
 def main() -> int:
     parser = _common.arguments(__doc__.splitlines()[0], list(COUNTS), peers=["tfrecord"])
     parser.add_argument("--peer-python", default=sys.executable, help="a Python with the tfrecord package")
+    parser.add_argument(
+        "--tables", action=argparse.BooleanOptionalAction, default=True, help="the numpy/pandas/Arrow rows"
+    )
     args = parser.parse_args()
     if args.peer:
         return peer_main(args)
@@ -219,6 +223,8 @@ def main() -> int:
             peer = _peer(args, name, directory)
             print(f"{name}: {len(samples):,} samples, records/s")
             print_lines(_table(rates, tf_rate, peer.get("rate")))
+        if not args.tables:
+            return 0
         rate = column_rate(args.repeat, args.quick)
         print(f"numpy columns -> encode_examples: {rate:,.0f} rows/s (target 500k)")
         rows = COLUMN_ROWS // (10 if args.quick else 1)
