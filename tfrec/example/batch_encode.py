@@ -7,9 +7,10 @@ block (values of one width in every record: rows of one array, beside the consta
 or one piece per record (bytes values, varints and heads whose lengths differ, cut from one buffer
 by one ``struct`` call). Each record is then joined from its parts, and :func:`encode_records`
 gives their lengths too, for framing them together; or :class:`RecordParts` joins every record
-straight into one buffer, between bytes of a writer's (its frame headers and footers). There are no per-layout templates: the
-work per batch does not grow with the number of distinct field sizes. The bytes are those of
-:func:`~tfrec.example.codec.encode_typed_example` record by record (a property test compares them).
+straight into one buffer, between bytes of a writer's (its frame headers and footers). There are
+no per-layout templates: the work per batch does not grow with the number of distinct field sizes.
+The bytes are those of :func:`~tfrec.example.codec.encode_typed_example` record by record (a
+property test compares them).
 
 Example:
     >>> columns = [Column(b"id", wire.INT64, np.arange(3)[:, None])]
