@@ -113,3 +113,44 @@ def test_samples_encode_as_tensorflow_and_tensorflow_reads_their_frames(tmp_path
     read = [r.numpy() for r in tf.data.TFRecordDataset(summary.paths)]  # TF checks every frame's CRCs
     assert read == [features.serialize_example(sample) for sample in samples]
     assert read == [tf_example(sample) for sample in samples]
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_large_samples_joined_into_their_frames_are_read_by_tensorflow(
+    tmp_path: Any, compression: Any
+) -> None:
+    # Records of 1 KiB or more are joined straight into their frames and their CRCs filled in place.
+    features = FeaturesDict(
+        {
+            "embedding": Tensor(shape=(128,), dtype=np.float32),
+            "image": Tensor(shape=(), dtype=str),
+            "label": ClassLabel(num_classes=1000),
+            "text": Text(),
+            "tokens": Tensor(shape=(32,), dtype=np.int64),
+        }
+    )
+    rng = np.random.default_rng(10)
+    samples = [
+        {
+            "embedding": rng.standard_normal(128).astype(np.float32),
+            "image": rng.bytes(3072 + int(rng.integers(0, 100))),
+            "label": int(rng.integers(0, 1000)),
+            "text": f"caption {i} é",
+            "tokens": rng.integers(0, 50_000, 32),
+        }
+        for i in range(1500)
+    ]
+    summary = tfrec.write_dataset(
+        samples,
+        str(tmp_path / "s"),
+        features,
+        num_shards=2,
+        compression=compression,
+        index=True,
+        progress=False,
+    )
+    for shard, path in enumerate(summary.paths):
+        read = [
+            r.numpy() for r in tf.data.TFRecordDataset(path, compression_type=(compression or "").upper())
+        ]
+        assert read == [tf_example(sample) for sample in samples[shard::2]]

@@ -126,6 +126,32 @@ def test_sharded_writer_index_equals_build_index(tmp_path: Path, member_bytes: i
         assert Path(path + ".idx").read_bytes() == written
 
 
+@pytest.mark.parametrize("member_bytes", [1, 5000])
+def test_samples_framed_together_end_members_between_frames(tmp_path: Path, member_bytes: int) -> None:
+    # A FeaturesDict's samples reach the gzip writer framed together (a batch's frames in one buffer):
+    # they are handed to it frame by frame, so members still end between records.
+    features = tfrec.features.FeaturesDict({"id": np.int64, "text": tfrec.features.Text()})
+    samples = [{"id": i, "text": "word " * (i % 50)} for i in range(900)]
+    with ShardedWriter(
+        tmp_path / "s",
+        num_shards=2,
+        features=features,
+        compression="gzip",
+        index=True,
+        gzip_member_bytes=member_bytes,
+    ) as writer:
+        writer.write_many(samples)
+    for shard, path in enumerate(writer.summary.paths):
+        expected = [features.serialize_example(sample) for sample in samples[shard::2]]
+        assert list(tfrec.read_records(path)) == expected
+        written = Path(path + ".idx").read_bytes()
+        os.remove(path + ".idx")
+        build_index(path)
+        assert Path(path + ".idx").read_bytes() == written
+    source = RecordFileSource(writer.summary.paths, features=features)
+    assert source[899]["id"] == 899
+
+
 def test_an_empty_gzip_shard_has_an_index_of_its_header_alone(tmp_path: Path) -> None:
     summary = tfrec.write_dataset([b"a", b"b"], tmp_path / "t", num_shards=3, compression="gzip", index=True)
     empty = summary.paths[2]

@@ -12,7 +12,14 @@ from hypothesis.extra import numpy as hnp
 
 import tfrec
 from tfrec.example import wire
-from tfrec.example.batch_encode import RAW, Column, encode_columns, encode_examples, varint_array
+from tfrec.example.batch_encode import (
+    RAW,
+    Column,
+    RecordParts,
+    encode_columns,
+    encode_examples,
+    varint_array,
+)
 from tfrec.example.codec import append_entry, encode_entries, encode_varints, join_entries
 
 SETTINGS = settings(
@@ -118,6 +125,19 @@ def test_typed_columns_encode_as_encode_typed_example(
                 append_entry(parts, *entry)
         expected.append(join_entries(parts))
     assert encode_columns(columns, rows) == expected
+    # Joined into one buffer, each record between a row made from its length and zero bytes.
+    parts = RecordParts(columns, rows)
+    assert parts.lengths.tolist() == [len(record) for record in expected]
+    assert parts.records() == expected
+    framed = [marks(np.array([len(r)])).tobytes() + r + bytes(2) for r in expected]
+    assert bytes(parts.joined(marks, 2)) == b"".join(framed)
+
+
+def marks(lengths: np.ndarray) -> np.ndarray:
+    """Three bytes before each record: its length's low byte, then 7 and 9."""
+    out = np.empty((len(lengths), 3), np.uint8)
+    out[:, 0], out[:, 1], out[:, 2] = lengths % 256, 7, 9
+    return out
 
 
 def test_varint_array_edges() -> None:

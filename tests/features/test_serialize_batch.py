@@ -142,6 +142,19 @@ def test_frames_hold_the_records_of_serialize_batch() -> None:
     ]
 
 
+@pytest.mark.parametrize("image_bytes", [0, 900, 5000])
+def test_frames_of_large_records_are_joined_in_place_with_the_same_bytes(image_bytes: int) -> None:
+    batch = workload(120, seed=3)
+    rng = np.random.default_rng(image_bytes)
+    for i, sample in enumerate(batch):  # around the size from which records are joined into frames
+        sample["image"] = rng.bytes(image_bytes + i * 7)
+    frames = WORKLOAD.serialize_frames(batch)
+    expected = [WORKLOAD.serialize_example(value) for value in batch]
+    assert frames.data == frame_records(expected).data
+    assert list(frames) == expected
+    assert frames[1::3].data == frame_records(expected[1::3]).data
+
+
 @pytest.mark.parametrize("limit", [{"num_shards": 3}, {"max_records": 70}, {"max_bytes": 5000}])
 def test_sharded_writers_write_the_frames_of_samples(tmp_path: Any, limit: dict[str, int]) -> None:
     batch = workload(500, seed=2)
@@ -154,3 +167,16 @@ def test_sharded_writers_write_the_frames_of_samples(tmp_path: Any, limit: dict[
         expected = [record for shard in range(3) for record in expected[shard::3]]
     assert written == expected
     assert sum(writer.summary.shard_lengths) == 500
+
+
+@pytest.mark.parametrize("limit", [{"num_shards": 3}, {"num_shards": 1}, {"max_bytes": 300_000}])
+def test_sharded_writers_write_the_frames_of_large_samples(tmp_path: Any, limit: dict[str, int]) -> None:
+    batch = workload(400, seed=4)
+    for i, sample in enumerate(batch):
+        sample["image"] = bytes([i % 256]) * (3000 + i)
+    with tfrec.ShardedWriter(tmp_path / "w", features=WORKLOAD, index=True, **limit) as writer:
+        assert writer.write_many(batch) == 400
+    written = [record for path in writer.summary.paths for record in tfrec.read_records(path)]
+    expected = [WORKLOAD.serialize_example(value) for value in batch]
+    shards = limit.get("num_shards", 1)
+    assert written == [record for shard in range(shards) for record in expected[shard::shards]]

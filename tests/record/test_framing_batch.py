@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrec
-from tfrec.record.framing_batch import Frames, frame_heads, frame_records
+from tfrec.record.frame import FOOTER
+from tfrec.record.framing_batch import Frames, frame_heads, frame_records, seal_frames
 
 
 def written_one_by_one(records: list[bytes]) -> bytes:
@@ -63,3 +64,34 @@ def test_write_frames_writes_what_write_many_writes(tmp_path, compression: str |
         writer.write_many(records)
     assert list(tfrec.read_records(tmp_path / "a", compression)) == records
     assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes() or compression is not None
+
+
+def laid_out(records: list[bytes]) -> bytearray:
+    """Frames of ``records`` with their headers and zero bytes for footers, as the batch encoder lays them."""
+    heads = frame_heads(np.array([len(r) for r in records], np.int64))
+    return bytearray(b"".join(h.tobytes() + r + bytes(FOOTER) for h, r in zip(heads, records, strict=True)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=20))
+def test_sealed_frames_are_the_frames_of_the_records(records: list[bytes]) -> None:
+    lengths = np.array([len(r) for r in records], np.int64)
+    frames = seal_frames(laid_out(records), lengths)
+    assert frames.data == frame_records(records).data
+    assert list(frames) == records and all(type(r) is bytes for r in frames)
+    assert frames[::2].data == frame_records(records[::2]).data
+    assert frames[1:].data == frame_records(records[1:]).data
+    assert frames[:] is frames or not records  # all of them: the same buffer, not a copy
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_write_frames_of_a_sealed_buffer_to_gzip_members(tmp_path, compression: str | None) -> None:
+    records = [bytes([i]) * (i * 37) for i in range(60)]
+    lengths = np.array([len(r) for r in records], np.int64)
+    buffer = laid_out(records)
+    members = {"gzip_member_bytes": 500} if compression else {}
+    with tfrec.RecordWriter(tmp_path / "a", compression, **members) as writer:
+        writer.write_frames(seal_frames(buffer, lengths))
+    assert list(tfrec.read_records(tmp_path / "a", compression)) == records
+    if compression:
+        assert writer.gzip_members is not None and len(writer.gzip_members) > 5

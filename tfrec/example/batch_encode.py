@@ -6,9 +6,11 @@ lengths), as parts of every record: a constant (a map entry head that every reco
 block (values of one width in every record: rows of one array, beside the constants around them),
 or one piece per record (bytes values, varints and heads whose lengths differ, cut from one buffer
 by one ``struct`` call). Each record is then joined from its parts, and :func:`encode_records`
-gives their lengths too, for framing them together. There are no per-layout templates: the
-work per batch does not grow with the number of distinct field sizes. The bytes are those of
-:func:`~tfrec.example.codec.encode_typed_example` record by record (a property test compares them).
+gives their lengths too, for framing them together; or :class:`RecordParts` joins every record
+straight into one buffer, between bytes of a writer's (its frame headers and footers). There are
+no per-layout templates: the work per batch does not grow with the number of distinct field sizes.
+The bytes are those of :func:`~tfrec.example.codec.encode_typed_example` record by record (a
+property test compares them).
 
 Example:
     >>> columns = [Column(b"id", wire.INT64, np.arange(3)[:, None])]
@@ -22,7 +24,7 @@ import functools
 import itertools
 import operator
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,7 @@ from .codec import encode_entries, encode_example, packed_head, varint
 __all__ = [
     "RAW",
     "Column",
+    "RecordParts",
     "encode_columns",
     "encode_examples",
     "encode_records",
@@ -197,10 +200,48 @@ def encode_records(columns: Sequence[Column], count: int) -> tuple[list[bytes], 
         >>> lengths.tolist() == [len(r) for r in records]
         True
     """
-    if not count:
-        return [], np.zeros(0, np.int64)
-    parts, lengths = _record_parts(columns, count)
-    return _join(parts, count), lengths
+    parts = RecordParts(columns, count)
+    return parts.records(), parts.lengths
+
+
+class RecordParts:
+    """The records of ``columns``, encoded column by column but not joined yet: ``lengths`` (int64)
+    says how long each record is, :meth:`records` joins each record alone and :meth:`joined` all of
+    them into one buffer, each between bytes of the caller's (a writer's frame header and footer).
+
+    Example:
+        >>> parts = RecordParts([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2)
+        >>> parts.records()[1] == encode_example({"t": b"bc"}), parts.lengths.tolist()
+        (True, [10, 11])
+    """
+
+    def __init__(self, columns: Sequence[Column], count: int) -> None:
+        self.count = count
+        if count:
+            self._parts, self.lengths = _record_parts(columns, count)
+        else:
+            self._parts, self.lengths = [], np.zeros(0, np.int64)
+
+    def records(self) -> list[bytes]:
+        """Each record's bytes."""
+        return _join(_merged(self._parts, self.count), self.count) if self.count else []
+
+    def joined(self, before: Callable[[np.ndarray], np.ndarray], after: int) -> bytearray:
+        """Every record's bytes back to back in one buffer, each after its row of ``before(lengths)``
+        (a uint8 array ``(count, width)``: a writer's frame headers) and before ``after`` zero bytes
+        (room for its footer). A large value (an image...) is copied once, into the buffer, where
+        :meth:`records` and a join of the records copy it twice.
+
+        Example:
+            >>> parts = RecordParts([Column(b"t", wire.BYTES, [b"a", b"bc"])], 2)
+            >>> buffer = parts.joined(lambda lengths: lengths[:, None].astype(np.uint8), 1)
+            >>> bytes(buffer[1:11]) == encode_example({"t": b"a"})
+            True
+        """
+        if not self.count:
+            return bytearray()
+        bounded = _merged([before(self.lengths), *self._parts, bytes(after)], self.count)
+        return bytearray().join(itertools.chain.from_iterable(_pieces(bounded, self.count)))
 
 
 def _record_parts(columns: Sequence[Column], count: int) -> tuple[list[_Part], np.ndarray]:
@@ -212,7 +253,7 @@ def _record_parts(columns: Sequence[Column], count: int) -> tuple[list[_Part], n
     for part in parts:
         body += _part_lengths(part)
     heads = 1 + varint_lengths(body)
-    return _merged([_outer_heads(body, heads), *parts], count), body + heads
+    return [_outer_heads(body, heads), *parts], body + heads
 
 
 def _part_lengths(part: _Part) -> np.ndarray | int:
@@ -280,6 +321,16 @@ def _fill(run: list[bytes | np.ndarray], count: int) -> bytes | np.ndarray:
 
 def _join(parts: list[_Part], count: int) -> list[bytes]:
     """Each record's bytes: its piece of every part, joined."""
+    if len(parts) == 1:
+        part = parts[0]
+        if isinstance(part, bytes):
+            return [part] * count
+        return list(_rows(part) if isinstance(part, np.ndarray) else part[0])
+    return list(map(b"".join, _pieces(parts, count)))
+
+
+def _pieces(parts: list[_Part], count: int) -> Iterator[tuple[bytes, ...]]:
+    """Each record's piece of every part, in order: a tuple per record."""
     columns: list[Any] = []
     for part in parts:
         if isinstance(part, bytes):
@@ -288,9 +339,7 @@ def _join(parts: list[_Part], count: int) -> list[bytes]:
             columns.append(_rows(part))
         else:
             columns.append(part[0])
-    if len(columns) == 1:
-        return list(itertools.islice(columns[0], count))
-    return list(map(b"".join, zip(*columns, strict=False)))  # constants repeat without end
+    return itertools.islice(zip(*columns, strict=False), count)  # constants repeat without end
 
 
 def _rows(block: np.ndarray) -> tuple[bytes, ...]:

@@ -31,9 +31,10 @@ import numpy as np
 
 from ..errors import MissingFeatureError
 from ..example import wire
-from ..example.batch_encode import RAW, Column, encode_columns, encode_records
+from ..example.batch_encode import RAW, Column, RecordParts, encode_columns
 from ..example.codec import PackedHeads, append_entry, encode_varints, join_entries, varint
-from ..record.framing_batch import Frames, frame_records
+from ..record.frame import FOOTER
+from ..record.framing_batch import Frames, frame_heads, frame_records, seal_frames
 from .base import FeatureConnector, check_keys
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
@@ -52,6 +53,9 @@ Encoder = Callable[[Any, list[bytes]], None]  # (value, parts): append the value
 _MASK64 = (1 << 64) - 1  # an int64 is stored as the varint of its two's complement bits
 _F4 = np.dtype("<f4")
 _pack_f4, _unpack_f4 = struct.Struct("<f").pack, struct.Struct("<f").unpack
+# Records at least this long on average are joined into their frames at once (seal_frames): below it,
+# the view each record's CRC reads costs more than the copy it saves.
+_JOINED_FROM = 1024
 
 
 def stored_values(value: Any, kind: int) -> Any:
@@ -384,7 +388,12 @@ def compile_frame_encoder(
 
     def serialize_frames(values: Iterable[Any]) -> Frames:
         rows = values if isinstance(values, list) else list(values)
-        return frame_records(*encode_records(columnize(rows), len(rows)))
+        parts = RecordParts(columnize(rows), len(rows))
+        if parts.count and int(parts.lengths.sum()) >= _JOINED_FROM * parts.count:
+            # Large records are joined straight into their frames (a header before each, room for
+            # the footer after): an image is copied once, not twice, and its CRC read where it lies.
+            return seal_frames(parts.joined(frame_heads, FOOTER), parts.lengths)
+        return frame_records(parts.records(), parts.lengths)  # small ones: a CRC call on each is cheaper
 
     return serialize_frames
 

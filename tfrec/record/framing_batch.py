@@ -25,7 +25,7 @@ import numpy as np
 from .crc import crc_function, mask_array
 from .frame import FOOTER, FRAMING, HEADER, length_crcs
 
-__all__ = ["Frames", "frame_heads", "frame_records"]
+__all__ = ["Frames", "frame_heads", "frame_records", "seal_frames"]
 
 
 class Frames(Sequence[bytes]):
@@ -33,6 +33,8 @@ class Frames(Sequence[bytes]):
 
     Indexing gives a record's bytes (its frame's data); a slice gives the frames of those
     records. ``lengths`` (int64) are the records' lengths; each frame takes ``FRAMING`` more bytes.
+    ``data`` is ``bytes``, or a ``bytearray`` when the frames were sealed in place
+    (:func:`seal_frames`): it is not changed afterwards.
 
     Example:
         >>> frames = frame_records([b"a", b"bc", b"d"])
@@ -42,7 +44,7 @@ class Frames(Sequence[bytes]):
 
     __slots__ = ("_starts", "data", "lengths")
 
-    def __init__(self, data: bytes, lengths: np.ndarray) -> None:
+    def __init__(self, data: bytes | bytearray, lengths: np.ndarray) -> None:
         self.data = data
         self.lengths = lengths
         self._starts: np.ndarray | None = None
@@ -69,9 +71,11 @@ class Frames(Sequence[bytes]):
             if step == 1:
                 if stop <= first:
                     return Frames(b"", self.lengths[:0])
+                if first == 0 and stop == len(self):
+                    return self  # all of them: no copy of the buffer
                 return Frames(self.data[starts[first] : starts[stop]], self.lengths[first:stop])
             chosen = range(first, stop, step)
-            data = self.data
+            data = memoryview(self.data)  # each frame copied once, into the join
             return Frames(
                 b"".join([data[starts[i] : starts[i + 1]] for i in chosen]), self.lengths[first:stop:step]
             )
@@ -80,12 +84,28 @@ class Frames(Sequence[bytes]):
         if not 0 <= index < len(self):
             raise IndexError(f"record {index} of a batch of {len(self)}")
         start = int(starts[index]) + HEADER
-        return self.data[start : start + int(self.lengths[index])]
+        return _bytes(self._readable()[start : start + int(self.lengths[index])])
 
     def __iter__(self) -> Iterator[bytes]:
-        data, starts = self.data, (self.starts[:-1] + HEADER).tolist()
+        data, starts = self._readable(), (self.starts[:-1] + HEADER).tolist()
         for start, length in zip(starts, self.lengths.tolist(), strict=True):
-            yield data[start : start + length]
+            yield _bytes(data[start : start + length])
+
+    def _readable(self) -> bytes | memoryview:
+        """``data``, to slice records from with one copy each (a bytearray's slice is copied twice)."""
+        return self.data if type(self.data) is bytes else memoryview(self.data)
+
+    def triplets(self) -> Iterator[bytes | memoryview]:
+        """Each frame as its header, data and footer, one after the other: what a writer of gzip
+        members takes (it ends a member between frames)."""
+        data = memoryview(self.data)
+        for start, stop in itertools.pairwise(self.starts.tolist()):
+            yield from (data[start : start + HEADER], data[start + HEADER : stop - FOOTER])
+            yield data[stop - FOOTER : stop]
+
+
+def _bytes(piece: bytes | memoryview) -> bytes:
+    return piece if type(piece) is bytes else bytes(piece)
 
 
 def frame_heads(lengths: np.ndarray) -> np.ndarray:
@@ -117,6 +137,29 @@ def frame_records(records: Sequence[bytes], lengths: np.ndarray | None = None) -
     between = _glue_format(count - 1).unpack_from(flat, FRAMING)
     pieces = itertools.chain.from_iterable(zip(records, (*between, flat[-FRAMING:-HEADER]), strict=True))
     return Frames(b"".join(itertools.chain((flat[FOOTER:FRAMING],), pieces)), lengths)
+
+
+def seal_frames(buffer: bytearray, lengths: np.ndarray) -> Frames:
+    """Frames laid out in ``buffer`` with their headers (:func:`frame_heads`) and zero bytes for their
+    footers, sealed: each data CRC computed where the data lies and written into its footer.
+
+    The records are not copied: the CRC backend reads each in place (a uint8 view of the buffer).
+
+    Example:
+        >>> buffer = bytearray(frame_heads(np.array([2])).tobytes() + b"ab" + bytes(4))
+        >>> seal_frames(buffer, np.array([2])).data == frame_records([b"ab"]).data
+        True
+    """
+    count = len(lengths)
+    if not count:
+        return Frames(bytes(buffer), lengths)
+    ends = np.cumsum(lengths + FRAMING) - FOOTER  # where each record's data ends, its footer starts
+    view = np.frombuffer(buffer, np.uint8)
+    records = map(view.__getitem__, map(slice, (ends - lengths).tolist(), ends.tolist()))
+    crcs = mask_array(np.fromiter(map(crc_function(), records), np.uint32, count))
+    view[(ends[:, None] + np.arange(FOOTER)).ravel()] = crcs.astype("<u4").view(np.uint8)
+    del view, records  # the buffer is released: no export of it stays
+    return Frames(buffer, lengths)
 
 
 @lru_cache(maxsize=64)

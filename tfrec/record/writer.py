@@ -255,7 +255,10 @@ class RecordWriter:
             The number of records written.
         """
         self._check_open()
-        self._pending.append(frames.data)
+        if self._members is not None:  # it ends members between frames: it takes them one by one
+            self._pending += frames.triplets()
+        else:
+            self._pending.append(frames.data)
         self._pending_bytes += len(frames.data)
         if self._pending_bytes >= _FLUSH_BYTES:
             self._drain()
