@@ -152,3 +152,15 @@ def test_map_file_refuses_what_it_cannot_map(tmp_path: Path) -> None:
         assert map_file(fd, 10) is None  # longer than the file
     finally:
         os.close(fd)
+
+
+def test_gather_in_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tfrec.record.mapped as mapped
+
+    monkeypatch.setattr(mapped, "_PIECE", 100)  # many pieces, and frames larger than a piece
+    rng = np.random.default_rng(9)
+    records = [rng.bytes(int(n)) for n in rng.integers(0, 300, 60)]
+    paths = [write(tmp_path / f"p{i}.tfrecord", records[i::2]) for i in range(2)]
+    expected = records[0::2] + records[1::2]
+    keys = rng.integers(0, len(expected), 200).tolist()
+    assert RecordFileSource(paths).__getitems__(keys) == [expected[k] for k in keys]

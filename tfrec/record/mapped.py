@@ -40,7 +40,7 @@ _CRC_BYTES = np.arange(8, HEADER)
 # Frames of at least this many bytes on average are copied one slice each: their index arrays (8 bytes
 # per byte copied) would cost more than a slice per frame. Measured equal near 2 KiB.
 _SLICE_FRAME = 2048
-_PIECE = 1 << 20  # bytes gathered with one index array (8 MiB of it, kept per thread)
+_PIECE = 1 << 18  # bytes gathered with one index array (2 MiB of it, kept per thread that gathers)
 
 
 def map_file(fd: int, size: int) -> np.ndarray | None:
