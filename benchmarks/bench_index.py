@@ -14,8 +14,8 @@ is written under /dev/shm when it exists (disk speed would hide CPU costs) and i
   must be byte-identical.
 - __getitem__: source[i] for 200,000 random i (CRCs checked), and the limit: one os.pread per record
   with no checks.
-- __getitems__: batches of 1024 random indices (CRCs checked together), and the limit: one os.pread
-  per record with no checks.
+- __getitems__: batches of 1024 random indices (gathered from the file's map, CRCs checked together),
+  and the limit of reading one record per system call: one os.pread per record with no checks.
 
 Gzip (issue 26; Example records of an id and a short text, a tenth as many, which gzip compresses):
 - gzip read_records, sequential: the whole stream inflated in order (the only way before issue 26).

@@ -14,10 +14,12 @@ three steps, each exact (every position once):
   takes the processes' pulls in turn, so again in order).
 
 One pull of the source is one chunk, and a reader's state is the number ``t``
-of chunks it has handed out. Records are read with positioned reads, the
-chunks of a read-ahead group together, sorted by record number (by file,
-then offset) and put back in permutation order; the next group is read in a
-background thread while the pipeline works on the current one.
+of chunks it has handed out. The chunks of a read-ahead group are read
+together with :meth:`~tfrec.RecordFileSource.__getitems__`, sorted by record
+number (by file, then offset: the frames are gathered from each file's map in
+address order, see :mod:`tfrec.record.mapped`) and put back in permutation
+order; the next group is read in a background thread while the pipeline works
+on the current one.
 
 **Elastic resume.** When every step of the pipeline hands out one pull per
 chunk (``map``, ``prefetch``, and at most one ``batch``, whose size is then the

@@ -21,15 +21,17 @@ import os
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any, SupportsIndex
+from typing import Any, SupportsIndex, cast
 
 import numpy as np
 
 from ...errors import InvalidArgumentError, MissingFileError, OutOfRangeError, RecordError
 from ...example import FixedLenFeature, RaggedArray, parse_example, parse_single_example
 from ...features import FeaturesDict
-from ...record import resolve_compression
+from ...record import RecordBatch, resolve_compression
 from ...record.files import open_regular
+from ...record.frame import FOOTER, HEADER
+from ...record.mapped import frames_ok, gather_frames, map_file, mapped_size
 from ...record.positioned import read_frame, read_frames
 from ..index.chain import check_frame_chain
 from ..index.format import INDEX_SUFFIX, check_index_span, frames_end, read_index
@@ -150,6 +152,10 @@ class RecordFileSource:
         self._open_lock = threading.Lock()
         self._inflated = MemberCache()  # the gzip members inflated last
         self._finalizer = weakref.finalize(self, _close_all, self._fds)
+        # Each file's read-only map, made on the first batched read of it (per process: never pickled).
+        # None: not mapped yet, or (when _unmappable says so) it cannot be: its batches use pread.
+        self._maps: list[np.ndarray | None] = [None] * len(self._paths)
+        self._unmappable = [False] * len(self._paths)
         self._batched_spec = self._spec is not None and all(
             isinstance(s, FixedLenFeature) for s in self._spec.values()
         )
@@ -174,14 +180,17 @@ class RecordFileSource:
 
         Each item equals ``self[key]``.
         """
-        records = self._read_many(self._numbers(record_keys))
-        if self._features is not None and records:
-            return _rows(self._features.deserialize_batch(records), len(records))
-        if self._spec is not None:
-            if self._batched_spec and records:
-                return _rows(parse_example(records, self._spec), len(records))
-            return [parse_single_example(data, self._spec) for data in records]
-        return records
+        records, order = self._read_many(self._numbers(record_keys))
+        items: list[Any]
+        if self._features is not None and len(records):
+            items = _rows(self._features.deserialize_batch(records), len(records))
+        elif self._spec is not None and self._batched_spec and len(records):
+            items = _rows(parse_example(records, self._spec), len(records))
+        elif self._spec is not None:
+            items = [parse_single_example(data, self._spec) for data in records]
+        else:
+            items = list(records)
+        return items if order is None else _as_asked(items, order)
 
     # grain's batched-read protocol (SupportsBatchedReadRandomAccessDataSource) names it so.
     _getitems = __getitems__
@@ -297,20 +306,26 @@ class RecordFileSource:
                 return members.read(fd, local, self._inflated, (self._generation, shard))
         return data
 
-    def _read_many(self, numbers: list[int]) -> list[bytes]:
+    def _read_many(self, numbers: list[int]) -> tuple[Sequence[bytes], np.ndarray | None]:
+        """The records, gathered from the files' maps into one batch when they can be, else read with
+        positioned reads (batched, or one by one to name a damaged record); and their ``order``:
+        record ``k`` is the one asked ``order[k]``-th (``None``: in the order asked)."""
         if not numbers:
-            return []
+            return [], None
         if any(self._gzip):  # in record order, so that each member is inflated once per batch
             found: list[bytes] = [b""] * len(numbers)
             for place in sorted(range(len(numbers)), key=numbers.__getitem__):
                 found[place] = self._read(numbers[place])
-            return found
+            return found, None
         chosen = np.array(numbers, np.int64)
         shards = np.searchsorted(self._ends, chosen, side="right")
         at = chosen + shards
         offsets = self._flat[at]
         lengths = self._flat[at + 1] - offsets
         if int(lengths.sum()) <= _BATCH_BYTES:
+            gathered = self._gather(shards, offsets, lengths)
+            if gathered is not None:
+                return gathered
             generation = self._generation
             if len(self._fds) == 1:
                 fds = np.full(len(numbers), self._fds[0] if self._fds[0] is not None else self._open(0))
@@ -326,10 +341,51 @@ class RecordFileSource:
                     raise
                 records = None
             if records is not None and self._generation == generation:
-                return records
+                return records, None
         # Large records, damage, or a close() meanwhile: one by one (read_frame raises the error naming
         # the record; _read reads again what a close() interrupted).
-        return [self._read(number) for number in numbers]
+        return [self._read(number) for number in numbers], None
+
+    def _gather(
+        self, shards: np.ndarray, offsets: np.ndarray, lengths: np.ndarray
+    ) -> tuple[RecordBatch, np.ndarray | None] | None:
+        """The frames gathered from the files' maps (sorted by file and offset; with their order, as
+        _read_many returns them) and checked together; None when a file cannot be mapped, no longer
+        has the size its index gives (a map read past the end of its file would be a SIGBUS), or a
+        frame fails a check (then the caller's reads name it)."""
+        used = np.unique(shards).tolist() if len(self._maps) > 1 else [0]
+        views = list(self._maps)  # held here, the maps stay alive whatever close() does meanwhile
+        for shard in used:
+            view = views[shard]
+            if view is None:
+                if self._unmappable[shard]:
+                    return None
+                view = views[shard] = self._map(shard)
+                if view is None:
+                    return None
+            if mapped_size(view) != len(view):
+                return None
+        gathered = gather_frames(cast("list[np.ndarray]", views), shards, offsets, lengths)  # all used mapped
+        if gathered is None:
+            return None
+        buf, ends, order = gathered
+        frame_lengths = lengths if order is None else lengths[order]
+        if not frames_ok(buf, ends, frame_lengths):
+            return None
+        return RecordBatch(buf, ends - frame_lengths + HEADER, ends - FOOTER), order
+
+    def _map(self, shard: int) -> np.ndarray | None:
+        """Map a file (opening it, and checking it is the one indexed, first)."""
+        with self._open_lock:
+            view = self._maps[shard]
+            if view is None and not self._unmappable[shard]:
+                fd = self._fds[shard]
+                if fd is None:
+                    fd = self._open_locked(shard)
+                # The size checked at opening: a file shorter now cannot be mapped to it.
+                view = self._maps[shard] = map_file(fd, self._flat.item(self._ends_list[shard] + shard))
+                self._unmappable[shard] = view is None
+            return view
 
     def _open(self, shard: int) -> int:
         with self._open_lock:
@@ -396,6 +452,7 @@ class RecordFileSource:
             open_fds = [fd for fd in self._fds if fd is not None]
             self._fds[:] = [None] * len(self._fds)  # first: no read picks up a descriptor being closed
             self._generation += 1  # then: reads already holding one will notice
+            self._maps[:] = [None] * len(self._maps)  # unmapped once no read holds them
             for fd in open_fds:
                 os.close(fd)
             self._inflated.clear()
@@ -440,6 +497,13 @@ def _close_all(fds: list[int | None]) -> None:
         if fd is not None:
             fds[shard] = None
             os.close(fd)
+
+
+def _as_asked(items: list[Any], order: np.ndarray) -> list[Any]:
+    """Items put back in the order asked: item ``k`` was asked ``order[k]``-th."""
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))
+    return list(map(items.__getitem__, back.tolist()))
 
 
 def _rows(batch: Any, count: int) -> list[Any]:
