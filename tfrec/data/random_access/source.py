@@ -209,7 +209,9 @@ class RecordFileSource:
             >>> keys = grain.MapDataset.range(len(source)).shuffle(seed=0)
             >>> dataset = keys.batch(256, batch_fn=source.read_batch)  # batches of decoded records
         """
-        records = self._read_many(self._numbers(record_keys))
+        records, order = self._read_many(self._numbers(record_keys))
+        if order is not None:  # gathered by file and offset: back in the order asked
+            records = _as_asked(list(records), order)
         if self._features is not None:
             return self._features.deserialize_batch(records)
         if self._spec is not None:
