@@ -1,0 +1,191 @@
+"""The list decoders of the one-record path: a list body in, one spec's array out (example layer).
+
+:mod:`.single` finds each wanted Feature's list body in a record; :func:`list_decoder` gives, once
+per spec, the function that turns such a body into the spec's array with as few numpy calls as the
+kind allows (one ``frombuffer`` and a copy for floats, one ``array`` for a scalar), or None when the
+list is not in the usual form (loose values, another count, malformed): the batch path then decides.
+
+Example:
+    >>> decode = list_decoder(INT64, (), steps=False)
+    >>> decode(b"\\x0a\\x01\\x03", 0, 3)
+    array(3)
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+
+import numpy as np
+from google.protobuf.internal import api_implementation
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+
+from ...proto import feature_pb2
+from .. import wire
+from ..codec import varint
+
+__all__ = ["ListDecoder", "list_decoder"]
+
+_FIELD_1 = wire.FIELD_1
+_read_varint = wire.read_varint
+# Many varints: protobuf's C parser reads a list body (an Int64List message) faster than a Python
+# loop, up to about 1 KiB; beyond, numpy's vectorised decoder. Not with protobuf's pure Python.
+_C_PROTOBUF = api_implementation.Type() != "python"
+_FEW_VARINT_BYTES = 8
+_PROTOBUF_VARINT_BYTES = 1024
+_INT64_WRAP = 1 << 64
+_INT64_MAX = (1 << 63) - 1
+# Packed floats are little-endian float32: on such a machine a copy of the bytes is the array.
+_FLOATS_AS_IS = sys.byteorder == "little"
+
+# (data, start, end of a list body) -> the spec's array, or None when the list is unusual.
+ListDecoder = Callable[[bytes, int, int], "np.ndarray | None"]
+
+
+def list_decoder(kind: int, shape: tuple[int, ...], steps: bool) -> ListDecoder:
+    """The decoder of one spec's list body: ``shape`` for a FixedLenFeature, ``(steps, *shape)``
+    for a FixedLenSequenceFeature (``steps`` > 0, as the batch path's usual form)."""
+    size = math.prod(shape)
+    if steps:
+        values = _VALUES[kind]
+
+        def finish_steps(data: bytes, start: int, end: int) -> np.ndarray | None:
+            array = values(data, start, end)
+            if array is None or not len(array) or len(array) % size:
+                return None
+            return array.reshape((-1, *shape))
+
+        return finish_steps
+    if kind == wire.FLOAT:
+        return _fixed_floats(size, shape)
+    if size == 1 and kind == wire.INT64:
+        return _scalar_int if shape == () else _reshaping(_scalar_int, shape)
+    if size == 1 and kind == wire.BYTES:
+        return _scalar_bytes if shape == () else _reshaping(_scalar_bytes, shape)
+    values = _VALUES[kind]
+    flat = shape == (size,)
+
+    def finish(data: bytes, start: int, end: int) -> np.ndarray | None:
+        array = values(data, start, end)
+        if array is None or len(array) != size:
+            return None
+        return array if flat else array.reshape(shape)
+
+    return finish
+
+
+def _reshaping(finish: ListDecoder, shape: tuple[int, ...]) -> ListDecoder:
+    def reshaped(data: bytes, start: int, end: int) -> np.ndarray | None:
+        array = finish(data, start, end)
+        return None if array is None else array.reshape(shape)
+
+    return reshaped
+
+
+def _fixed_floats(size: int, shape: tuple[int, ...]) -> ListDecoder:
+    """Exactly ``size`` packed floats, as an array of ``shape``: the list body is then the constant
+    ``head`` (field 1, its length) and the floats, so one comparison checks its layout."""
+    flat = shape == (size,)
+    head = bytes([_FIELD_1]) + varint(4 * size)
+    body = len(head) + 4 * size
+
+    def finish(data: bytes, start: int, end: int) -> np.ndarray | None:
+        if end - start != body or not data.startswith(head, start):
+            return None  # loose values, or another count
+        array = np.frombuffer(data, "<f4", size, start + len(head))
+        array = array.copy() if _FLOATS_AS_IS else array.astype(np.float32)  # writable, as the batch's
+        return array if flat else array.reshape(shape)
+
+    return finish
+
+
+def _scalar_int(data: bytes, start: int, end: int) -> np.ndarray | None:
+    """One packed varint as a 0-d int64 array (one or two bytes, the usual labels, read inline)."""
+    if data[start] != _FIELD_1 or data[start + 1] != end - start - 2:
+        return None
+    byte = data[start + 2]
+    if byte < 0x80:
+        return np.array(byte, np.int64) if end - start == 3 else None
+    if end - start == 4 and data[start + 3] < 0x80:
+        return np.array(byte & 0x7F | data[start + 3] << 7, np.int64)
+    value, pos = _read_varint(data, start + 2)
+    if pos != end:
+        return None
+    if value > _INT64_MAX:
+        value -= _INT64_WRAP
+    return np.array(value, np.int64)
+
+
+def _scalar_bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
+    """One bytes value as a 0-d object array (a length of one or two bytes read inline)."""
+    if data[start] != _FIELD_1:
+        return None
+    length = data[start + 1]
+    if length < 0x80:
+        pos = start + 2
+    elif data[start + 2] < 0x80:
+        length = length & 0x7F | data[start + 2] << 7
+        pos = start + 3
+    else:
+        length, pos = _read_varint(data, start + 1)
+    if pos + length != end:
+        return None
+    return np.array(data[pos:end], object)  # bytes are a scalar to numpy: a 0-d array holding them
+
+
+def _bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
+    """The values of a bytes list as an object array (never numpy's "S": it drops trailing NULs)."""
+    values = []
+    pos = start
+    while pos < end:
+        if data[pos] != _FIELD_1:
+            return None
+        length, pos = _read_varint(data, pos + 1)
+        values.append(data[pos : pos + length])
+        pos += length
+    if pos != end:
+        return None
+    return np.fromiter(values, object, len(values))
+
+
+def _floats(data: bytes, start: int, end: int) -> np.ndarray | None:
+    """Packed floats: a copy of their bytes (writable and owning its memory, as the batch path's)."""
+    if data[start] != _FIELD_1:
+        return None  # loose values
+    length, pos = _read_varint(data, start + 1)
+    if pos + length != end or length % 4:
+        return None
+    values = np.frombuffer(data, "<f4", length // 4, pos)
+    return values.copy() if _FLOATS_AS_IS else values.astype(np.float32)
+
+
+def _ints(data: bytes, start: int, end: int) -> np.ndarray | None:
+    """Packed varints as int64: a Python loop when few, protobuf's C parser when many, numpy beyond."""
+    if data[start] != _FIELD_1:
+        return None  # loose values
+    length, pos = _read_varint(data, start + 1)
+    if pos + length != end:
+        return None
+    if length > _FEW_VARINT_BYTES and _C_PROTOBUF:
+        if length > _PROTOBUF_VARINT_BYTES:
+            return wire.decode_varints(data, pos, end).view(np.int64)
+        try:
+            listed = feature_pb2.Int64List.FromString(data[start:end]).value
+        except ProtobufDecodeError:
+            return None
+        return np.array(listed[:], np.int64)  # a slice is a list: numpy reads it faster than the container
+    ints = []
+    while pos < end:
+        value, pos = _read_varint(data, pos)
+        ints.append(value)
+    if pos != end:
+        return None
+    return np.array(ints, np.uint64).view(np.int64)
+
+
+_VALUES: dict[int, ListDecoder] = {
+    wire.BYTES: _bytes,
+    wire.FLOAT: _floats,
+    wire.INT64: _ints,
+}
