@@ -37,7 +37,7 @@ from .plan import Plan
 from .single_values import ListDecoder, list_decoder
 from .specs import FixedLenFeature, FixedLenSequenceFeature, raw_key
 
-__all__ = ["parse_one"]
+__all__ = ["one_record_decoder", "parse_one"]
 
 _FIELD_1, _FIELD_2 = wire.FIELD_1, wire.FIELD_2
 _read_varint = wire.read_varint
@@ -57,6 +57,12 @@ def parse_one(plan: Plan, data: bytes) -> dict[str, Any] | None:
     not in the usual form (a key missing, another kind, another count, another layout, malformed)."""
     decode = _DECODERS[plan]
     return None if decode is None else decode(data)
+
+
+def one_record_decoder(plan: Plan) -> _Decoder | None:
+    """:func:`parse_one` of ``plan`` as a function of the record alone (None: every record of the
+    plan is left to the batch path), for callers that keep it: no lookup per record."""
+    return _DECODERS[plan]
 
 
 def _compile(plan: Plan) -> _Decoder | None:

@@ -38,6 +38,9 @@ _INT64_WRAP = 1 << 64
 _INT64_MAX = (1 << 63) - 1
 # Packed floats are little-endian float32: on such a machine a copy of the bytes is the array.
 _FLOATS_AS_IS = sys.byteorder == "little"
+# dtypes as objects: numpy converts "<f4" or np.int64 to one on every call otherwise.
+_F4, _FLOAT32, _INT64, _UINT64, _OBJECT = map(np.dtype, ("<f4", "float32", "int64", "uint64", "object"))
+_Int64List = feature_pb2.Int64List.FromString
 
 # (data, start, end of a list body) -> the spec's array, or None when the list is unusual.
 ListDecoder = Callable[[bytes, int, int], "np.ndarray | None"]
@@ -63,6 +66,8 @@ def list_decoder(kind: int, shape: tuple[int, ...], steps: bool) -> ListDecoder:
         return _scalar_int if shape == () else _reshaping(_scalar_int, shape)
     if size == 1 and kind == wire.BYTES:
         return _scalar_bytes if shape == () else _reshaping(_scalar_bytes, shape)
+    if kind == wire.INT64:
+        return _fixed_ints(size, shape)
     values = _VALUES[kind]
     flat = shape == (size,)
 
@@ -93,9 +98,36 @@ def _fixed_floats(size: int, shape: tuple[int, ...]) -> ListDecoder:
     def finish(data: bytes, start: int, end: int) -> np.ndarray | None:
         if end - start != body or not data.startswith(head, start):
             return None  # loose values, or another count
-        array = np.frombuffer(data, "<f4", size, start + len(head))
-        array = array.copy() if _FLOATS_AS_IS else array.astype(np.float32)  # writable, as the batch's
+        array = np.frombuffer(data, _F4, size, start + len(head))
+        array = array.copy() if _FLOATS_AS_IS else array.astype(_FLOAT32)  # writable, as the batch's
         return array if flat else array.reshape(shape)
+
+    return finish
+
+
+def _fixed_ints(size: int, shape: tuple[int, ...]) -> ListDecoder:
+    """Exactly ``size`` packed varints, as an int64 array of ``shape``."""
+    flat = shape == (size,)
+
+    def finish(data: bytes, start: int, end: int) -> np.ndarray | None:
+        if data[start] != _FIELD_1:
+            return None  # loose values
+        length = data[start + 1]
+        if length < 0x80 and length > _FEW_VARINT_BYTES and _C_PROTOBUF:  # the usual list of tokens
+            if start + 2 + length != end:
+                return None
+            try:
+                listed = _Int64List(data[start:end]).value
+            except ProtobufDecodeError:
+                return None
+            if len(listed) != size:
+                return None
+            array: np.ndarray | None = np.fromiter(listed, _INT64, size)
+        else:
+            array = _ints(data, start, end)
+            if array is None or len(array) != size:
+                return None
+        return array if flat else array.reshape(shape)  # type: ignore[union-attr]
 
     return finish
 
@@ -106,15 +138,15 @@ def _scalar_int(data: bytes, start: int, end: int) -> np.ndarray | None:
         return None
     byte = data[start + 2]
     if byte < 0x80:
-        return np.array(byte, np.int64) if end - start == 3 else None
+        return np.array(byte, _INT64) if end - start == 3 else None
     if end - start == 4 and data[start + 3] < 0x80:
-        return np.array(byte & 0x7F | data[start + 3] << 7, np.int64)
+        return np.array(byte & 0x7F | data[start + 3] << 7, _INT64)
     value, pos = _read_varint(data, start + 2)
     if pos != end:
         return None
     if value > _INT64_MAX:
         value -= _INT64_WRAP
-    return np.array(value, np.int64)
+    return np.array(value, _INT64)
 
 
 def _scalar_bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
@@ -131,7 +163,7 @@ def _scalar_bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
         length, pos = _read_varint(data, start + 1)
     if pos + length != end:
         return None
-    return np.array(data[pos:end], object)  # bytes are a scalar to numpy: a 0-d array holding them
+    return np.array(data[pos:end], _OBJECT)  # bytes are a scalar to numpy: a 0-d array holding them
 
 
 def _bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
@@ -156,8 +188,8 @@ def _floats(data: bytes, start: int, end: int) -> np.ndarray | None:
     length, pos = _read_varint(data, start + 1)
     if pos + length != end or length % 4:
         return None
-    values = np.frombuffer(data, "<f4", length // 4, pos)
-    return values.copy() if _FLOATS_AS_IS else values.astype(np.float32)
+    values = np.frombuffer(data, _F4, length // 4, pos)
+    return values.copy() if _FLOATS_AS_IS else values.astype(_FLOAT32)
 
 
 def _ints(data: bytes, start: int, end: int) -> np.ndarray | None:
@@ -169,19 +201,19 @@ def _ints(data: bytes, start: int, end: int) -> np.ndarray | None:
         return None
     if length > _FEW_VARINT_BYTES and _C_PROTOBUF:
         if length > _PROTOBUF_VARINT_BYTES:
-            return wire.decode_varints(data, pos, end).view(np.int64)
+            return wire.decode_varints(data, pos, end).view(_INT64)
         try:
             listed = feature_pb2.Int64List.FromString(data[start:end]).value
         except ProtobufDecodeError:
             return None
-        return np.array(listed[:], np.int64)  # a slice is a list: numpy reads it faster than the container
+        return np.array(listed[:], _INT64)  # a slice is a list: numpy reads it faster than the container
     ints = []
     while pos < end:
         value, pos = _read_varint(data, pos)
         ints.append(value)
     if pos != end:
         return None
-    return np.array(ints, np.uint64).view(np.int64)
+    return np.array(ints, _UINT64).view(_INT64)
 
 
 _VALUES: dict[int, ListDecoder] = {
