@@ -43,11 +43,11 @@ _FIELD_1, _FIELD_2 = wire.FIELD_1, wire.FIELD_2
 _read_varint = wire.read_varint
 
 _Decoder = Callable[[bytes], "dict[Any, np.ndarray] | None"]
-# A slot: (its key in the plan, the tag of its list kind, its list decoder).
-_Slot = tuple[Any, int, ListDecoder]
-# What a head says: the entry's size from its tag to its end, the slot's key and its list decoder
-# (None, None for a key not asked for).
-_Head = tuple[int, Any, "ListDecoder | None"]
+# A slot: (its key in the plan, the tag of its list kind, its list decoder, its bit).
+_Slot = tuple[Any, int, ListDecoder, int]
+# What a head says: the entry's size from its tag to its end, the slot's key, list decoder and bit
+# (None, None, 0 for a key not asked for).
+_Head = tuple[int, Any, "ListDecoder | None", int]
 _HEADS = 64  # heads remembered per place (entry lengths vary): bounded
 _PLACES = 1024  # places remembered: entries after these are read field by field
 
@@ -78,22 +78,23 @@ def _compile(plan: Plan) -> _Decoder | None:
         kind = wire.kind_of_dtype(spec.dtype)
         shape = tuple(spec.shape)
         steps = isinstance(spec, FixedLenSequenceFeature)
-        slots[raw] = (key, wire.KIND_TAG[kind], list_decoder(kind, shape, steps))
+        slots[raw] = (key, wire.KIND_TAG[kind], list_decoder(kind, shape, steps), 1 << len(absent))
         absent[key] = _absent_value(spec, shape, steps)
     keys = list(absent)
-    count = len(keys)
-    # Per place of an entry in its record: the length of the heads last seen there, and the heads
-    # seen there (bytes -> what they say): a lookup by the bytes compares them in full.
-    places: list[tuple[int, dict[bytes, _Head]]] = []
+    every = (1 << len(keys)) - 1
+    # Per place of an entry in its record, in order: [the length of the heads last seen there, the
+    # heads seen there (bytes -> what they say)]; a lookup by the bytes compares them in full. The
+    # last place is always one not seen yet (no heads): reading a record adds the next.
+    places: list[list[Any]] = [[0, {}]]
 
-    def learn(place: int, known: bytes, head: _Head) -> None:
-        """Remember ``head``, read field by field, at its place: at most ``_HEADS`` there, and in one
-        assignment (another thread sees the old heads or the new ones, both right)."""
-        if place < len(places):
-            heads = places[place][1]
-            places[place] = (len(known), {**heads, known: head} if len(heads) < _HEADS else {known: head})
-        elif place == len(places) and place < _PLACES:
-            places.append((len(known), {known: head}))
+    def learn(place: list[Any], known: bytes, head: _Head) -> None:
+        """Remember ``head``, read field by field, at its place (at most ``_HEADS`` there). Threads
+        may race here: whatever they leave holds only true heads, so at worst one is read again."""
+        heads = place[1]
+        place[1] = {**heads, known: head} if len(heads) < _HEADS else {known: head}
+        place[0] = len(known)
+        if place is places[-1] and len(places) < _PLACES:
+            places.append([0, {}])
 
     def walk(data: bytes) -> dict[Any, Any] | None:
         """Each wanted key's output in the plan's order (``_ABSENT`` for a key not in the record);
@@ -106,33 +107,29 @@ def _compile(plan: Plan) -> _Decoder | None:
         if pos + length != size:
             return None
         out = dict.fromkeys(keys, _ABSENT)
-        found = place = 0
-        while pos < size:
-            try:  # free in Python >= 3.11 when nothing is raised
-                length, heads = places[place]
-                head = heads.get(data[pos : pos + length])
-            except IndexError:  # a place not seen yet
-                head = None
+        seen = 0  # the bits of the wanted keys found
+        for place in places:  # places appended meanwhile are visited too
+            if pos >= size:
+                break
+            length, heads = place
+            head = heads.get(data[pos : pos + length])
             if head is None:
                 read = _read_head(data, pos, size, slots)
                 if read is None:
                     return None
                 length, head = read
                 learn(place, data[pos : pos + length], head)
-            entry_size, key, finish = head
-            end = pos + entry_size
-            if end > size:
-                return None
+            entry_size, key, finish, bit = head
             if finish is not None:
-                value = finish(data, pos + length, end)
+                value = finish(data, pos + length, pos + entry_size)
                 if value is None:
                     return None
-                if out[key] is _ABSENT:
-                    found += 1
                 out[key] = value  # a key's last entry wins, as in protobuf
-            pos = end
-            place += 1
-        if found == count:
+                seen |= bit
+            pos += entry_size
+        if pos != size:
+            return None  # the last entry ran past the record, or more entries than _PLACES
+        if seen == every:
             return out
         for key, value in out.items():
             if value is _ABSENT:
@@ -145,7 +142,7 @@ def _compile(plan: Plan) -> _Decoder | None:
     def decode(data: bytes) -> dict[Any, np.ndarray] | None:
         try:
             return walk(data)
-        except (WireError, IndexError):
+        except (WireError, IndexError, ValueError):  # malformed (or cut: numpy finds the buffer short)
             return None
 
     return decode
@@ -206,8 +203,8 @@ def _read_head(data: bytes, pos: int, size: int, slots: dict[bytes, _Slot]) -> t
     if pos + length != end or end > size:
         return None
     if slot is None:
-        return pos - start, (end - start, None, None)
-    key, wanted, finish = slot
+        return pos - start, (end - start, None, None, 0)
+    key, wanted, finish, bit = slot
     if not length or data[pos] != wanted:
         return None  # an empty Feature, or a list of another kind: the batch path decides
     length = data[pos + 1]
@@ -220,4 +217,4 @@ def _read_head(data: bytes, pos: int, size: int, slots: dict[bytes, _Slot]) -> t
         length, pos = _read_varint(data, pos + 1)
     if pos + length != end:
         return None
-    return pos - start, (end - start, key, finish)
+    return pos - start, (end - start, key, finish, bit)
