@@ -12,11 +12,12 @@ those of the batch path by construction.
 Each plan is compiled once into a decoder (cached by plan, and plans are cached
 by spec): the wanted keys map to slots, and each slot has a list decoder
 (:mod:`.single_values`). Records of one writer repeat their layout: the bytes of
-a map entry before its list body (entry tag and length, key, Feature tag and
-length, list tag and length) are the same from record to record whenever the
-entry's length is. The decoder remembers these *heads* by the entry's place and
-its first length bytes: one comparison then stands for reading and checking
-five fields, and only an entry never seen before is read field by field.
+a map entry before its values (entry tag and length, key, Feature tag and
+length, list tag and length, and for a list of one packed field, its tag and
+length) are the same from record to record whenever the entry's length is. The
+decoder remembers these *heads* per place of an entry in its record: one dict
+lookup by the head's bytes then stands for reading and checking up to six
+fields, and only a head never seen there is read field by field.
 
 Example:
     >>> parse_one(plan_of({"label": FixedLenFeature([], int64)}), data)
@@ -43,8 +44,9 @@ _FIELD_1, _FIELD_2 = wire.FIELD_1, wire.FIELD_2
 _read_varint = wire.read_varint
 
 _Decoder = Callable[[bytes], "dict[Any, np.ndarray] | None"]
-# A slot: (its key in the plan, the tag of its list kind, its list decoder, its bit).
-_Slot = tuple[Any, int, ListDecoder, int]
+# A slot: (its key in the plan, the tag of its list kind, its list decoder, its bit, whether the
+# decoder takes the payload of the list's one field rather than the list body).
+_Slot = tuple[Any, int, ListDecoder, int, bool]
 # What a head says: the entry's size from its tag to its end, the slot's key, list decoder and bit
 # (None, None, 0 for a key not asked for).
 _Head = tuple[int, Any, "ListDecoder | None", int]
@@ -78,7 +80,8 @@ def _compile(plan: Plan) -> _Decoder | None:
         kind = wire.kind_of_dtype(spec.dtype)
         shape = tuple(spec.shape)
         steps = isinstance(spec, FixedLenSequenceFeature)
-        slots[raw] = (key, wire.KIND_TAG[kind], list_decoder(kind, shape, steps), 1 << len(absent))
+        decoder, payload = list_decoder(kind, shape, steps)
+        slots[raw] = (key, wire.KIND_TAG[kind], decoder, 1 << len(absent), payload)
         absent[key] = _absent_value(spec, shape, steps)
     keys = list(absent)
     every = (1 << len(keys)) - 1
@@ -166,10 +169,10 @@ _DECODERS: BoundedCache[Plan, _Decoder | None] = BoundedCache(64, compute=_compi
 
 
 def _read_head(data: bytes, pos: int, size: int, slots: dict[bytes, _Slot]) -> tuple[int, _Head] | None:
-    """The head of the map entry at ``pos``, read field by field, and its length: up to its list
-    body when its key is wanted, up to its Feature's body when not (never looked into); None for a
-    layout other than writers', or a wanted Feature empty or of another kind (the batch path then
-    decides).
+    """The head of the map entry at ``pos``, read field by field, and its length: up to what its
+    slot's decoder takes (the list body, or the payload of its one field) when its key is wanted,
+    up to its Feature's body when not (never looked into); None for a layout other than writers',
+    or a wanted Feature empty or of another kind (the batch path then decides).
     Lengths of one or two bytes are read inline: a call costs more than the rest."""
     start = pos
     if data[pos] != _FIELD_1:  # a map entry
@@ -204,7 +207,7 @@ def _read_head(data: bytes, pos: int, size: int, slots: dict[bytes, _Slot]) -> t
         return None
     if slot is None:
         return pos - start, (end - start, None, None, 0)
-    key, wanted, finish, bit = slot
+    key, wanted, finish, bit, payload = slot
     if not length or data[pos] != wanted:
         return None  # an empty Feature, or a list of another kind: the batch path decides
     length = data[pos + 1]
@@ -217,4 +220,17 @@ def _read_head(data: bytes, pos: int, size: int, slots: dict[bytes, _Slot]) -> t
         length, pos = _read_varint(data, pos + 1)
     if pos + length != end:
         return None
+    if payload:  # the list body must be one field 1: the head reaches its payload
+        if not length or data[pos] != _FIELD_1:
+            return None  # an empty list, or loose values
+        length = data[pos + 1]
+        if length < 0x80:
+            pos += 2
+        elif data[pos + 2] < 0x80:
+            length = (length & 0x7F) | data[pos + 2] << 7
+            pos += 3
+        else:
+            length, pos = _read_varint(data, pos + 1)
+        if pos + length != end:
+            return None
     return pos - start, (end - start, key, finish, bit)

@@ -6,9 +6,9 @@ kind allows (one ``frombuffer`` and a copy for floats, one ``array`` for a scala
 list is not in the usual form (loose values, another count, malformed): the batch path then decides.
 
 Example:
-    >>> decode = list_decoder(INT64, (), steps=False)
-    >>> decode(b"\\x0a\\x01\\x03", 0, 3)
-    array(3)
+    >>> decode, payload = list_decoder(INT64, (), steps=False)
+    >>> decode(b"\\x03", 0, 1), payload
+    (array(3), True)
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from google.protobuf.message import DecodeError as ProtobufDecodeError
 
 from ...proto import feature_pb2
 from .. import wire
-from ..codec import varint
 
 __all__ = ["ListDecoder", "list_decoder"]
 
@@ -42,14 +41,29 @@ _FLOATS_AS_IS = sys.byteorder == "little"
 _F4, _FLOAT32, _INT64, _UINT64, _OBJECT = map(np.dtype, ("<f4", "float32", "int64", "uint64", "object"))
 _Int64List = feature_pb2.Int64List.FromString
 
-# (data, start, end of a list body) -> the spec's array, or None when the list is unusual.
+# (data, start, end of a list body or payload) -> the spec's array, or None when it is unusual.
 ListDecoder = Callable[[bytes, int, int], "np.ndarray | None"]
 
 
-def list_decoder(kind: int, shape: tuple[int, ...], steps: bool) -> ListDecoder:
-    """The decoder of one spec's list body: ``shape`` for a FixedLenFeature, ``(steps, *shape)``
-    for a FixedLenSequenceFeature (``steps`` > 0, as the batch path's usual form)."""
+def list_decoder(kind: int, shape: tuple[int, ...], steps: bool) -> tuple[ListDecoder, bool]:
+    """The decoder of one spec's list: ``shape`` for a FixedLenFeature, ``(steps, *shape)`` for a
+    FixedLenSequenceFeature (``steps`` > 0, as the batch path's usual form); and whether it takes
+    the *payload* of the list's one field 1 (packed floats, one varint, one bytes value: the caller
+    has checked that the list body is that field alone) rather than the list body."""
     size = math.prod(shape)
+    if not steps and (kind == wire.FLOAT or size == 1):
+        return _payload_decoder(kind, size, shape), True
+    return _body_decoder(kind, size, shape, steps), False
+
+
+def _payload_decoder(kind: int, size: int, shape: tuple[int, ...]) -> ListDecoder:
+    if kind == wire.FLOAT:
+        return _fixed_floats(size, shape)
+    scalar = _scalar_int if kind == wire.INT64 else _scalar_bytes
+    return scalar if shape == () else _reshaping(scalar, shape)
+
+
+def _body_decoder(kind: int, size: int, shape: tuple[int, ...], steps: bool) -> ListDecoder:
     if steps:
         values = _VALUES[kind]
 
@@ -60,12 +74,6 @@ def list_decoder(kind: int, shape: tuple[int, ...], steps: bool) -> ListDecoder:
             return array.reshape((-1, *shape))
 
         return finish_steps
-    if kind == wire.FLOAT:
-        return _fixed_floats(size, shape)
-    if size == 1 and kind == wire.INT64:
-        return _scalar_int if shape == () else _reshaping(_scalar_int, shape)
-    if size == 1 and kind == wire.BYTES:
-        return _scalar_bytes if shape == () else _reshaping(_scalar_bytes, shape)
     if kind == wire.INT64:
         return _fixed_ints(size, shape)
     values = _VALUES[kind]
@@ -89,16 +97,14 @@ def _reshaping(finish: ListDecoder, shape: tuple[int, ...]) -> ListDecoder:
 
 
 def _fixed_floats(size: int, shape: tuple[int, ...]) -> ListDecoder:
-    """Exactly ``size`` packed floats, as an array of ``shape``: the list body is then the constant
-    ``head`` (field 1, its length) and the floats, so one comparison checks its layout."""
+    """Exactly ``size`` packed floats (a payload), as an array of ``shape``."""
     flat = shape == (size,)
-    head = bytes([_FIELD_1]) + varint(4 * size)
-    body = len(head) + 4 * size
+    nbytes = 4 * size
 
     def finish(data: bytes, start: int, end: int) -> np.ndarray | None:
-        if end - start != body or not data.startswith(head, start):
-            return None  # loose values, or another count
-        array = np.frombuffer(data, _F4, size, start + len(head))
+        if end - start != nbytes:
+            return None  # another count
+        array = np.frombuffer(data, _F4, size, start)
         array = array.copy() if _FLOATS_AS_IS else array.astype(_FLOAT32)  # writable, as the batch's
         return array if flat else array.reshape(shape)
 
@@ -133,15 +139,13 @@ def _fixed_ints(size: int, shape: tuple[int, ...]) -> ListDecoder:
 
 
 def _scalar_int(data: bytes, start: int, end: int) -> np.ndarray | None:
-    """One packed varint as a 0-d int64 array (one or two bytes, the usual labels, read inline)."""
-    if data[start] != _FIELD_1 or data[start + 1] != end - start - 2:
-        return None
-    byte = data[start + 2]
-    if byte < 0x80:
-        return np.array(byte, _INT64) if end - start == 3 else None
-    if end - start == 4 and data[start + 3] < 0x80:
-        return np.array(byte & 0x7F | data[start + 3] << 7, _INT64)
-    value, pos = _read_varint(data, start + 2)
+    """One varint (a payload) as a 0-d int64 array (one or two bytes, the usual labels, inline)."""
+    byte = data[start]
+    if end - start == 1:
+        return np.array(byte, _INT64) if byte < 0x80 else None
+    if end - start == 2 and byte >= 0x80 and data[start + 1] < 0x80:
+        return np.array(byte & 0x7F | data[start + 1] << 7, _INT64)
+    value, pos = _read_varint(data, start)
     if pos != end:
         return None
     if value > _INT64_MAX:
@@ -150,20 +154,8 @@ def _scalar_int(data: bytes, start: int, end: int) -> np.ndarray | None:
 
 
 def _scalar_bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
-    """One bytes value as a 0-d object array (a length of one or two bytes read inline)."""
-    if data[start] != _FIELD_1:
-        return None
-    length = data[start + 1]
-    if length < 0x80:
-        pos = start + 2
-    elif data[start + 2] < 0x80:
-        length = length & 0x7F | data[start + 2] << 7
-        pos = start + 3
-    else:
-        length, pos = _read_varint(data, start + 1)
-    if pos + length != end:
-        return None
-    return np.array(data[pos:end], _OBJECT)  # bytes are a scalar to numpy: a 0-d array holding them
+    """One bytes value (a payload) as a 0-d object array."""
+    return np.array(data[start:end], _OBJECT)  # bytes are a scalar to numpy: a 0-d array holding them
 
 
 def _bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
