@@ -102,13 +102,14 @@ def parse_single_example(
     if not features:
         raise SchemaError("Invalid argument: features cannot be empty.")
     if type(serialized) is bytes:  # the usual call: nothing to convert
-        records: Sequence[bytes] = [serialized]
-    else:
-        records, single = as_records(serialized)
-        if not single:
-            raise SchemaError("Input serialized must be a scalar")
+        plan = plan_of(features)
+        parsed = parse_one(plan, serialized)  # the direct path; None leaves the record to the batch path
+        return parsed if parsed is not None else _parse_by_batch(plan, [serialized])
+    records, single = as_records(serialized)
+    if not single:
+        raise SchemaError("Input serialized must be a scalar")
     plan = plan_of(features)
-    parsed = parse_one(plan, records[0])  # the direct path; None leaves the record to the batch path
+    parsed = parse_one(plan, records[0])
     if parsed is not None:
         return parsed
     return _parse_by_batch(plan, records)
