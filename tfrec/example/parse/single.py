@@ -51,7 +51,7 @@ _Slot = tuple[Any, int, ListDecoder, int, bool]
 # (None, None, 0 for a key not asked for).
 _Head = tuple[int, Any, "ListDecoder | None", int]
 _HEADS = 64  # heads remembered per place (entry lengths vary): bounded
-_PLACES = 1024  # places remembered: entries after these are read field by field
+_PLACES = 1024  # places remembered: a record of more entries is left to the batch path
 
 
 def parse_one(plan: Plan, data: bytes) -> dict[str, Any] | None:
