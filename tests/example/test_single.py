@@ -142,3 +142,42 @@ def test_spec_changed_in_place_is_validated_again() -> None:
     spec["x"] = tfrec.FixedLenFeature([3], tfrec.int64, default_value=[0, 0, 0])
     with pytest.raises(tfrec.DecodeError):
         tfrec.parse_single_example(data, spec)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_records_of_one_spec_in_a_row_are_the_batch_path(draw: st.DataObject) -> None:
+    # The decoder remembers each entry's head from earlier records of its spec: records of one
+    # spec, read in a row and again in reverse, still give what the batch path gives.
+    spec = draw.draw(specs())
+    data = draw.draw(st.lists(records(spec), min_size=2, max_size=8))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(examples, "parse_one", lambda plan, record: None)
+        batch = [_outcome(record, spec) for record in data]
+    for record, expected in [*zip(data, batch, strict=True), *reversed(list(zip(data, batch, strict=True)))]:
+        direct = _outcome(record, spec)
+        assert _same(direct, expected), (record, direct, expected)
+
+
+def test_heads_of_other_lengths_and_places_are_read_again() -> None:
+    # Lengths that change how many bytes a length takes, keys in another order, an extra key.
+    spec = {"t": tfrec.FixedLenFeature([], tfrec.string), "n": tfrec.FixedLenFeature([], tfrec.int64)}
+    parse = examples.single_example_parser(spec)
+    for text, number in [(b"a", 1), (b"b" * 200, 300), (b"c", 2**40), (b"d" * 20_000, -1), (b"", 0)]:
+        for value in (
+            {"t": text, "n": number},
+            {"n": number, "t": text},
+            {"x": [1.0], "t": text, "n": number},
+        ):
+            out = parse(tfrec.encode_example(value))
+            assert out["t"][()] == text and out["n"] == number and sorted(out) == ["n", "t"]
+
+
+def test_text_not_utf8_fails_alike_one_record_and_batch() -> None:
+    features = tfrec.features.FeaturesDict({"t": tfrec.features.Text()})
+    record = tfrec.encode_example({"t": b"\xff"})
+    with pytest.raises(tfrec.DecodeError) as one:
+        features.deserialize_example(record)
+    with pytest.raises(tfrec.DecodeError) as batch:
+        features.deserialize_batch([record])
+    assert str(one.value) == str(batch.value) and one.value.key == batch.value.key == "t"

@@ -19,7 +19,7 @@ import dataclasses
 import importlib
 import json
 from abc import ABC
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple, cast
 
 import numpy as np
@@ -236,6 +236,17 @@ class FeatureConnector(ABC):
         """Turn parsed flat values (relative keys) back into the user's value."""
         stored = _nest(self.get_serialized_info(), flat, "")
         return apply_rows(self.decode_example, stored, batched)
+
+    def one_record_decoder(self, path: str) -> Callable[[Any], Any] | None:
+        """What :meth:`decode_flat` does to one record's value of a feature stored under its own name
+        alone, as a function chosen once (FeaturesDict calls it per record); None: nothing, the
+        parsed value is the feature's value.
+
+        Example:
+            >>> Tensor(shape=(3,), dtype=np.float32).one_record_decoder("x") is None
+            True
+        """
+        return lambda value: self.decode_flat({"": value}, path, False)
 
     # -- metadata -------------------------------------------------------------------------------
 

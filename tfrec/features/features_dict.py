@@ -300,20 +300,26 @@ class FeaturesDict(FeatureConnector):
     @functools.cached_property
     def _single_decoder(self) -> Callable[[bytes], dict[str, Any]]:
         """``deserialize_example`` of one Example, built once (it runs per record): the parser of the
-        schema's spec, then, when every child is stored under its own name, each child's value straight
-        from its parsed one (the general path rebuilds the flat groups of every child per record)."""
+        schema's spec, then, when every child is stored under its own name, each child's value from
+        its parsed one in place, touching only the children whose value is not the parsed one (the
+        general path rebuilds the flat groups of every child per record)."""
         parse = single_example_parser(self.parse_spec())
         groups = self._layout[1]
         if any(groups.get(name) != [("", name)] for name in self.features):
             return lambda data: self._decode_parsed(parse(data))
-        children = [(name, feature, self._single_cast(name)) for name, feature in self.features.items()]
+        converting = []
+        for name, feature in self.features.items():
+            convert = _then(self._single_cast(name), feature.one_record_decoder(name))
+            if convert is not None:
+                converting.append((name, convert))
+        if not converting:
+            return parse  # the parsed dict (fresh, in the features' order) is the value
 
         def decode(data: bytes) -> dict[str, Any]:
-            parsed = parse(data)
-            return {
-                name: feature.decode_flat({"": cast(parsed[name]) if cast else parsed[name]}, name, False)
-                for name, feature, cast in children
-            }
+            parsed = parse(data)  # in the features' order, as parse_spec lists them
+            for name, convert in converting:
+                parsed[name] = convert(parsed[name])
+            return parsed
 
         return decode
 
@@ -458,6 +464,16 @@ def _encoded(encode: Callable[[Iterable[Any]], Any], examples: Iterable[Any], ex
         return encode(examples)
     finally:
         EXACT_FLOATS.reset(token)
+
+
+_Convert = Callable[[Any], Any]
+
+
+def _then(first: _Convert | None, then: _Convert | None) -> _Convert | None:
+    """``then(first(value))`` as one function; either may be None (nothing to do)."""
+    if first is None or then is None:
+        return first or then
+    return lambda value: then(first(value))
 
 
 def _class_labels(feature: FeatureConnector, name: str) -> list[tuple[str, ClassLabel]]:

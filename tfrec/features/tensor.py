@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any
 
@@ -191,6 +191,15 @@ class Tensor(FeatureConnector):
         out = np.empty(len(arrays), object)
         out[:] = arrays
         return out
+
+    def one_record_decoder(self, path: str) -> Callable[[Any], Any] | None:
+        if (
+            type(self).decode_flat is Tensor.decode_flat
+            and self.channel_names is None
+            and self.encoding is Encoding.NONE
+        ):
+            return None  # decode_flat returns the parsed value as it is
+        return super().one_record_decoder(path)
 
     def _recompose(self, channels: list[Any], batched: bool) -> Any:
         """Stack the channels back along their axis (after the batch dimension, if any)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -71,6 +72,19 @@ class Text(FeatureConnector):
             return out
         except UnicodeDecodeError as exc:
             raise DecodeError(f"{path} (Text): stored bytes are not UTF-8 ({exc.reason})", key=path) from None
+
+    def one_record_decoder(self, path: str) -> Callable[[Any], Any] | None:
+        if type(self).decode_flat is not Text.decode_flat:
+            return super().one_record_decoder(path)
+
+        def decode(value: bytes) -> str:
+            try:
+                return value.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                message = f"{path} (Text): stored bytes are not UTF-8 ({exc.reason})"
+                raise DecodeError(message, key=path) from None
+
+        return decode
 
     def _json_content(self) -> dict[str, Any]:
         return {}
@@ -175,6 +189,11 @@ class ClassLabel(FeatureConnector):
 
     def decode_flat(self, flat: dict[str, Any], path: str, batched: bool) -> Any:
         return flat[""]
+
+    def one_record_decoder(self, path: str) -> Callable[[Any], Any] | None:
+        if type(self).decode_flat is ClassLabel.decode_flat:
+            return None  # decode_flat returns the parsed value as it is
+        return super().one_record_decoder(path)
 
     def _json_content(self) -> dict[str, Any]:
         return {"numClasses": str(self.num_classes)}

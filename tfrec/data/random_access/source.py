@@ -16,17 +16,24 @@ Example:
 from __future__ import annotations
 
 import bisect
+import functools
 import operator
 import os
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, SupportsIndex, cast
 
 import numpy as np
 
 from ...errors import InvalidArgumentError, MissingFileError, OutOfRangeError, RecordError
-from ...example import FixedLenFeature, RaggedArray, parse_example, parse_single_example
+from ...example import (
+    FixedLenFeature,
+    RaggedArray,
+    parse_example,
+    parse_single_example,
+    single_example_parser,
+)
 from ...features import FeaturesDict
 from ...record import RecordBatch, resolve_compression
 from ...record.files import open_regular
@@ -167,13 +174,19 @@ class RecordFileSource:
 
     def __getitem__(self, record_key: SupportsIndex) -> Any:
         """The record (bytes, or decoded) with this number; negative numbers count from the end."""
-        number = self._number(record_key)
-        data = self._read(number)
+        data = self._read(self._number(record_key))
+        decode = self._decode_one
+        return data if decode is None else decode(data)
+
+    @functools.cached_property
+    def _decode_one(self) -> Callable[[bytes], Any] | None:
+        """One record's decoder, chosen and validated once (not per call; not pickled either:
+        __getstate__ lists what travels): the features' compiled one, the spec's parser, or None."""
         if self._features is not None:
-            return self._features.deserialize_example(data)
+            return self._features.deserialize_example
         if self._spec is not None:
-            return parse_single_example(data, self._spec)
-        return data
+            return single_example_parser(self._spec)
+        return None
 
     def __getitems__(self, record_keys: Sequence[SupportsIndex]) -> list[Any]:
         """The records with these numbers, in that order; decoded as one batch.

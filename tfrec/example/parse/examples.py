@@ -31,7 +31,7 @@ from .checks import Checks
 from .inputs import as_records, decode_error, record_names
 from .outputs import spec_output
 from .plan import Plan, Spec, plan_of
-from .single import parse_one
+from .single import one_record_decoder, parse_one
 
 __all__ = ["parse_example", "parse_single_example", "single_example_parser"]
 
@@ -102,13 +102,14 @@ def parse_single_example(
     if not features:
         raise SchemaError("Invalid argument: features cannot be empty.")
     if type(serialized) is bytes:  # the usual call: nothing to convert
-        records: Sequence[bytes] = [serialized]
-    else:
-        records, single = as_records(serialized)
-        if not single:
-            raise SchemaError("Input serialized must be a scalar")
+        plan = plan_of(features)
+        parsed = parse_one(plan, serialized)  # the direct path; None leaves the record to the batch path
+        return parsed if parsed is not None else _parse_by_batch(plan, [serialized])
+    records, single = as_records(serialized)
+    if not single:
+        raise SchemaError("Input serialized must be a scalar")
     plan = plan_of(features)
-    parsed = parse_one(plan, records[0])  # the direct path; None leaves the record to the batch path
+    parsed = parse_one(plan, records[0])
     if parsed is not None:
         return parsed
     return _parse_by_batch(plan, records)
@@ -138,11 +139,12 @@ def single_example_parser(features: Mapping[str, Spec]) -> Callable[[bytes], dic
         return lambda serialized: parse_single_example(serialized, features)
     features = dict(features)
     plan = plan_of(features)
+    direct = one_record_decoder(plan) or (lambda serialized: None)
 
     def parse(serialized: bytes) -> dict[str, Any]:
         if type(serialized) is not bytes:
             return parse_single_example(serialized, features)
-        parsed = parse_one(plan, serialized)
+        parsed = direct(serialized)
         return parsed if parsed is not None else _parse_by_batch(plan, [serialized])
 
     return parse
