@@ -100,7 +100,8 @@ def worker_main(
                     seq = received = 0
                     history = collections.OrderedDict({0: state})
                     try:
-                        stage = build(recipe, Run(seed, run.consumer), epoch, state)
+                        # journal: a state per pull, sent only when asked (copied then)
+                        stage = build(recipe, Run(seed, run.consumer), epoch, state, journal=True)
                     except BaseException as exc:
                         stage = None
                         outbox.put((("error", token, worker_exception(index, exc)), None))
