@@ -1,16 +1,21 @@
-"""The shuffle buffer's journal: a reading process's snapshots equal the copies taken at their moment."""
+"""Journaled states (reading processes): snapshots pickle as the copies taken at their moment."""
 
 from __future__ import annotations
 
 import gc
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfrec.data.pipeline.shuffle import BufferSnapshot, ShuffleBuffer
+import tfrec
+from tfrec.data.pipeline.assemble import build
+from tfrec.data.pipeline.batch import BatchOp
+from tfrec.data.pipeline.shuffle import BufferSnapshot, ShuffleBuffer, ShuffleOp
+from tfrec.data.pipeline.stage import PipelineRecipe, Run
 
 # A run of the buffer: pushes of so many new elements, 0 meaning a drain.
 changes = st.lists(st.integers(0, 12), max_size=30)
@@ -53,3 +58,26 @@ def test_a_snapshot_older_than_the_journal_is_refused() -> None:
     buffer = ShuffleBuffer(2, np.random.default_rng(0), journal=True)
     with pytest.raises(ValueError, match="no longer knows"):
         buffer.contents_at(buffer.version + 1)
+
+
+@pytest.mark.parametrize("batch", [1, 7, 64])
+def test_a_journaled_pipelines_states_pickle_as_a_copying_ones(tmp_path: Path, batch: int) -> None:
+    files = []
+    for shard in range(3):
+        files.append(str(tmp_path / f"r-{shard}.tfrecord"))
+        tfrec.write_records(files[-1], [b"%d-%d" % (shard, i) for i in range(150 + 40 * shard)])
+    ops = (ShuffleOp(50), BatchOp(batch))
+    recipe = PipelineRecipe(files=tuple(files), ops=ops, cycle_length=2, shuffle_files=True)
+    plain = build(recipe, Run(3), (0,))
+    journaled = build(recipe, Run(3), (0,), journal=True)
+    held = []  # a reading process holds its last few states while it pulls on
+    while True:
+        try:
+            expected = plain.pull()
+        except StopIteration:
+            with pytest.raises(StopIteration):
+                journaled.pull()
+            break
+        assert journaled.pull() == expected
+        held = [*held, (plain.state(), journaled.state())][-4:]
+        assert [pickle.loads(pickle.dumps(j)) for _, j in held] == [p for p, _ in held]
