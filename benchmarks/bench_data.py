@@ -5,6 +5,7 @@ Run from the repository root (with tfrec importable, e.g. installed or via PYTHO
     python benchmarks/bench_data.py                                   # everything TF-side, median of 3
     python benchmarks/bench_data.py --quick --repeat 1                # 10x fewer records: a smoke run
     python benchmarks/bench_data.py --torch-python /path/to/python    # the torch rows with that python
+    python benchmarks/bench_data.py --tfrec-only --workloads image    # the two tfrec rows only, to iterate
 
 Workloads (the records of bench_parse.py, written round-robin into 16 shards):
   image: 100,000 records of ~3.7 KB: "image" 3 KiB bytes, "label" int64, "embedding" 128 float32,
@@ -362,11 +363,12 @@ def bench_workload(name: str, directory: str, tf: Any, args: argparse.Namespace)
         TFREC_LABEL: tfrec_pipeline(paths, spec, 0, count),
         TFREC_WORKERS_LABEL: tfrec_pipeline(paths, spec, 2, count),
     }
-    if tf is not None:
+    if tf is not None and not args.tfrec_only:
         runs[TF_LABEL] = tf_pipeline(tf, paths, tf_spec(tf, fields(name)))
     rows = timed_runs(runs, count, args.repeat)
-    bench_one_file(name, paths[0], tf, args)
-    if args.torch_python:
+    if not args.tfrec_only:
+        bench_one_file(name, paths[0], tf, args)
+    if args.torch_python and not args.tfrec_only:
         peer = run_torch(args.torch_python, name, directory, count, args)
         if "skipped" in peer:
             print(f"torch rows skipped: {peer['skipped']}")
@@ -397,11 +399,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--torch-python", default=None, help="a python with torch (and tfrecord) for those rows"
     )
+    parser.add_argument(
+        "--tfrec-only",
+        action="store_true",
+        help="time only the two TFRecordDataset pipelines (one process, num_workers=2): to iterate faster",
+    )
     parser.add_argument("--count", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.peer == "torch":
         return torch_main(args)
-    tf, tf_version = _common.optional_tf()
+    tf, tf_version = (None, "not run (--tfrec-only)") if args.tfrec_only else _common.optional_tf()
     print(versions(tf_version))
     results = {}
     with tempfile.TemporaryDirectory(dir=scratch_parent()) as directory:

@@ -142,6 +142,16 @@ def test_raw_records_and_other_values_round_trip(pool: tuple[SlotWriter, SlotRea
     assert out[:5] == others[:5] and out[5] == others[5]
 
 
+def test_values_of_one_length_keep_their_nuls(pool: tuple[SlotWriter, SlotReader]) -> None:
+    # Copied into the slot in one call as "V" items: NULs anywhere, at the end too, are kept.
+    values = [os.urandom(40) + bytes(i % 3) + os.urandom(2 - i % 3) + b"\0" for i in range(3000)]
+    items = [{"image": np.array(values, dtype=object)}, values]
+    writer, _ = pool
+    assert writer.pack(items, 0)[0] is not None  # both through shared memory
+    out = round_trip(pool, items)
+    assert list(out[0]["image"]) == values and out[1] == values
+
+
 def test_large_buffers_skip_the_pipe(pool: tuple[SlotWriter, SlotReader]) -> None:
     writer, _ = pool
     images = np.array([os.urandom(3072) for _ in range(512)], dtype=object)

@@ -80,7 +80,8 @@ ALIGN = 64  # buffers start on cache-line boundaries
 _SHM_DIR = "/dev/shm"  # where Linux keeps POSIX shared memory (to reserve it: see _reserve)
 
 Header: TypeAlias = "tuple[int, int, list[tuple[int, int]]] | None"  # (slot, generation, [(offset, size)])
-_Piece: TypeAlias = "np.ndarray | list[bytes]"  # a numeric array's bytes (uint8), or byte strings
+# A numeric array's bytes (uint8), or byte strings with their lengths.
+_Piece: TypeAlias = "np.ndarray | tuple[list[bytes], np.ndarray]"
 
 
 def new_pool_id() -> str:
@@ -193,12 +194,12 @@ class _Pickler(pickle.Pickler):
                 if _all_bytes(values):
                     lengths = np.fromiter(map(len, values), np.int64, len(values))
                     if int(lengths.sum()) >= OUT_OF_BAND:
-                        return rebuild_bytes_array, (self._mark(values), lengths, obj.shape, order)
+                        return rebuild_bytes_array, (self._mark((values, lengths)), lengths, obj.shape, order)
             return NotImplemented
         if type(obj) is _ByteStrings:
             lengths = np.fromiter(map(len, obj.items), np.int64, len(obj.items))
             if int(lengths.sum()) >= OUT_OF_BAND:
-                return rebuild_bytes_list, (self._mark(obj.items), lengths)
+                return rebuild_bytes_list, (self._mark((obj.items, lengths)), lengths)
             return list, (obj.items,)
         return NotImplemented
 
@@ -210,10 +211,23 @@ def _wrap(items: list[Any]) -> Any:
     return [_ByteStrings(item) if type(item) is list and _all_bytes(item) else item for item in items]
 
 
+def _put_bytes(view: memoryview, offset: int, values: list[bytes], lengths: np.ndarray) -> None:
+    """Copy ``values`` back to back into ``view`` from ``offset``."""
+    if len(lengths) > 1 and lengths[0] > 0 and (lengths == lengths[0]).all():
+        # Values of one length (fixed-size images): one numpy call copies them all as "V" items,
+        # twice as fast as a slice assignment each (NULs are kept: "V" is raw bytes).
+        np.frombuffer(view, f"V{int(lengths[0])}", len(values), offset)[:] = values
+        return
+    for value in values:
+        end = offset + len(value)
+        view[offset:end] = value
+        offset = end
+
+
 def _layout(pieces: list[_Piece]) -> tuple[list[tuple[int, int]], int]:
     spans, end = [], 0
     for piece in pieces:
-        size = piece.nbytes if isinstance(piece, np.ndarray) else sum(map(len, piece))
+        size = piece.nbytes if isinstance(piece, np.ndarray) else int(piece[1].sum())
         spans.append((end, size))
         end += -(-size // ALIGN) * ALIGN
     return spans, end
@@ -278,10 +292,7 @@ class SlotWriter:
             if isinstance(piece, np.ndarray):
                 np.frombuffer(view, np.uint8, nbytes, offset)[:] = piece
             else:
-                for value in piece:
-                    end = offset + len(value)
-                    view[offset:end] = value
-                    offset = end
+                _put_bytes(view, offset, *piece)
         return (slot, self.generations[slot], spans), file.getvalue()
 
     def _segment(self, slot: int, size: int) -> shared_memory.SharedMemory:

@@ -4,7 +4,10 @@ A process is at most :data:`PULLS_AHEAD` pulls ahead of the consumer. A pull
 takes a free shared-memory slot of the process's :data:`SLOTS`; the slot is taken
 until the consumer says it is free again ("free": its arrays are gone or were
 copied), and a pull that finds none goes through the pipe. It keeps the pipeline's state after each
-pull it sent, back to the last one the consumer took (see :mod:`tfrec.data.parallel.pool`).
+pull it sent, back to the last one the consumer took (see :mod:`tfrec.data.parallel.pool`). The
+pipeline runs with a journal (``build(..., journal=True)``): those states hold snapshots of the
+shuffle buffer and of the elements waiting for a batch, copied only when the consumer asks for one
+(copying them after every pull cost more than the hand-over itself).
 
 Example:
     >>> worker_main(0, recipe, run, commands, data, pool_id)   # the target of each process
@@ -100,7 +103,8 @@ def worker_main(
                     seq = received = 0
                     history = collections.OrderedDict({0: state})
                     try:
-                        stage = build(recipe, Run(seed, run.consumer), epoch, state)
+                        # journal: a state per pull, sent only when asked (copied then)
+                        stage = build(recipe, Run(seed, run.consumer), epoch, state, journal=True)
                     except BaseException as exc:
                         stage = None
                         outbox.put((("error", token, worker_exception(index, exc)), None))

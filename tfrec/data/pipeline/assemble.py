@@ -119,9 +119,13 @@ def build(
     *,
     source: Callable[[Context, tuple[int, ...], Any], Stage] = source_stage,
     raw: bool = True,
+    journal: bool = False,
 ) -> Stage:
-    """The running pipeline of ``recipe`` (its last stage), for ``epoch``, from ``state`` or the start."""
-    ctx = Context(recipe, run, raw_after(recipe.ops, raw))
+    """The running pipeline of ``recipe`` (its last stage), for ``epoch``, from ``state`` or the start.
+
+    ``journal``: states are taken after every pull but sent only when asked (see :class:`Context`).
+    """
+    ctx = Context(recipe, run, raw_after(recipe.ops, raw), journal)
     return _build(ctx, len(recipe.ops), epoch, state, source)
 
 

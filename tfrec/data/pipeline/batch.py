@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,7 @@ class BatchOp(Op):
         self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
     ) -> Stage:
         decoder = ctx.recipe.decoder if ctx.raw_inputs[position] else None
-        return _BatchStage(self, upstream(epoch, up_state(state)), decoder, state)
+        return _BatchStage(self, upstream(epoch, up_state(state)), decoder, state, ctx.journal)
 
     def check(
         self, upstream: UpstreamCheck, ctx: Context, position: int, epoch: tuple[int, ...], field: StateField
@@ -53,34 +54,57 @@ class BatchOp(Op):
 
 
 class _BatchStage:
-    def __init__(self, op: BatchOp, up: Stage, decoder: Decoder | None, state: Any) -> None:
-        self.op, self.up, self.decoder = op, up, decoder
-        self.pending: list[Any] = list(state["pending"]) if state is not None else []
+    """Elements wait in the lists the step before handed out (never changed), so that a reading
+    process's state after every pull holds those lists instead of a copy of their elements."""
+
+    def __init__(self, op: BatchOp, up: Stage, decoder: Decoder | None, state: Any, journal: bool) -> None:
+        self.op, self.up, self.decoder, self.journal = op, up, decoder, journal
+        pending = list(state["pending"]) if state is not None else []
+        self.chunks: collections.deque[list[Any]] = collections.deque([pending] if pending else [])
+        self.offset = 0  # into the first chunk
+        self.count = len(pending)  # elements waiting
         self.done = bool(state["done"]) if state is not None else False
         self.error: TfrecError | None = None  # raised once the elements before it are out
 
     def pull(self) -> list[Any]:
         size = self.op.size
-        if self.error is not None and not self.pending:
+        if self.error is not None and not self.count:
             error, self.error = self.error, None
             raise error
-        while len(self.pending) < size and not self.done and self.error is None:
+        while self.count < size and not self.done and self.error is None:
             try:
-                self.pending += self.up.pull()
+                new = self.up.pull()
             except StopIteration:
                 self.done = True
             except TfrecError as exc:  # damage: the elements before it first, as a short batch
-                if not self.pending:
+                if not self.count:
                     raise
                 self.error = exc
+            else:
+                if new:
+                    self.chunks.append(new)
+                    self.count += len(new)
         if self.error is not None:
-            items, self.pending = self.pending[:size], self.pending[size:]
-            return [self._batch(items)]
-        if not self.pending or (len(self.pending) < size and self.op.drop_remainder):
-            self.pending = []
+            return [self._batch(self._take(size))]
+        if not self.count or (self.count < size and self.op.drop_remainder):
+            self.chunks.clear()
+            self.offset = self.count = 0
             raise StopIteration
-        items, self.pending = self.pending[:size], self.pending[size:]
-        return [self._batch(items)]
+        return [self._batch(self._take(size))]
+
+    def _take(self, size: int) -> list[Any]:
+        items: list[Any] = []
+        chunks = self.chunks
+        while len(items) < size and chunks:
+            first = chunks[0]
+            end = min(len(first), self.offset + size - len(items))
+            items += first[self.offset : end]
+            self.offset = end
+            if end == len(first):
+                chunks.popleft()
+                self.offset = 0
+        self.count -= len(items)
+        return items
 
     def _batch(self, items: list[Any]) -> Any:
         pad = self.op.pad
@@ -92,14 +116,33 @@ class _BatchStage:
         return collate(items, pad)
 
     def state(self) -> Any:
+        pending = PendingSnapshot(tuple(self.chunks), self.offset)
         return {
             "up": self.up.state() if not self.done else None,
-            "pending": list(self.pending),
+            "pending": pending if self.journal else pending.items(),
             "done": self.done,
         }
 
     def close(self) -> None:
         self.up.close()
+
+
+class PendingSnapshot:
+    """The elements waiting for a batch at one moment (the lists hold them); pickles as a plain list."""
+
+    __slots__ = ("chunks", "offset")
+
+    def __init__(self, chunks: tuple[list[Any], ...], offset: int) -> None:
+        self.chunks, self.offset = chunks, offset
+
+    def items(self) -> list[Any]:
+        out = self.chunks[0][self.offset :] if self.chunks else []
+        for chunk in self.chunks[1:]:
+            out += chunk
+        return out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (self.items(),))
 
 
 def pad_ok(pad: Any) -> Any:

@@ -8,6 +8,13 @@ never from the global RNG. Elements are usually still raw record bytes (cheap
 to move); the buffer's contents and the generator's state are part of the
 iterator state, so a resumed iterator continues with the very same order.
 
+A reading process takes a state after every pull (the consumer may ask for
+any of the last few) yet sends one only when asked. Copying the buffer each
+time would touch every buffered record (10,000 references, cache misses on
+large records: about 1 us per record handed out), so there the buffer keeps
+a journal of what each change replaced, and its state holds a
+:class:`BufferSnapshot` that rebuilds the contents only when it is pickled.
+
 Example:
     >>> buffer = ShuffleBuffer(10_000, np.random.default_rng(0))
     >>> out = buffer.push(records)   # what leaves the buffer for these new elements
@@ -16,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,9 +57,8 @@ class ShuffleOp(Op):
     def stage(
         self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
     ) -> Stage:
-        return _ShuffleStage(
-            self, upstream(epoch, up_state(state)), ctx.run.generator(SHUFFLE_TAG, position, epoch), state
-        )
+        rng = ctx.run.generator(SHUFFLE_TAG, position, epoch)
+        return _ShuffleStage(self, upstream(epoch, up_state(state)), rng, state, ctx.journal)
 
     def check(
         self, upstream: UpstreamCheck, ctx: Context, position: int, epoch: tuple[int, ...], field: StateField
@@ -70,14 +77,17 @@ class ShuffleOp(Op):
 
 
 class _ShuffleStage:
-    def __init__(self, op: ShuffleOp, up: Stage, rng: np.random.Generator, state: Any) -> None:
+    def __init__(
+        self, op: ShuffleOp, up: Stage, rng: np.random.Generator, state: Any, journal: bool = False
+    ) -> None:
         self.up = up
         self.done = False
         self.error: TfrecError | None = None  # raised once the buffer is drained
         if state is None:
-            self.buffer = ShuffleBuffer(op.buffer_size, rng)
+            self.buffer = ShuffleBuffer(op.buffer_size, rng, journal=journal)
         else:
-            self.buffer = ShuffleBuffer(op.buffer_size, generator_from_state(state["rng"]), state["items"])
+            rng = generator_from_state(state["rng"])
+            self.buffer = ShuffleBuffer(op.buffer_size, rng, state["items"], journal=journal)
             self.done = state["done"]
 
     def pull(self) -> list[Any]:
@@ -105,7 +115,7 @@ class _ShuffleStage:
         return {
             "up": self.up.state() if not self.done else None,
             "rng": self.buffer.rng.bit_generator.state,
-            "items": list(self.buffer.items),
+            "items": self.buffer.snapshot(),
             "done": self.done,
         }
 
@@ -122,30 +132,98 @@ def generator_from_state(state: Mapping[str, Any]) -> np.random.Generator:
 
 
 class ShuffleBuffer:
-    """tf.data's shuffle buffer over a private Generator."""
+    """tf.data's shuffle buffer over a private Generator.
 
-    def __init__(self, size: int, rng: np.random.Generator, contents: Sequence[Any] = ()) -> None:
+    With ``journal``, each change is recorded as what undoes it (the indices it
+    drew and the elements it handed out, which it replaced), for as long as a
+    :class:`BufferSnapshot` of an earlier moment lives.
+    """
+
+    def __init__(
+        self, size: int, rng: np.random.Generator, contents: Sequence[Any] = (), journal: bool = False
+    ) -> None:
         self.size = size
         self.rng = rng
         self.items: list[Any] = list(contents)
+        self.journal: list[tuple[int, list[int], list[Any]] | list[Any]] | None = [] if journal else None
+        self.version = 0  # changes so far; journal[k] undoes change base + k
+        self.base = 0
+        self.snapshots: weakref.WeakSet[BufferSnapshot] = weakref.WeakSet()
 
     def push(self, new: Sequence[Any]) -> list[Any]:
         """Put ``new`` in; return the elements that leave the buffer to make room, in order."""
         items = self.items
-        room = self.size - len(items)
+        length = len(items)
+        room = self.size - length
         if room > 0:
             items.extend(new[:room])
             new = new[room:]
             if not new:
+                self._record((length, [], []))
                 return []
         out: list[Any] = []
+        drawn: list[int] = self.rng.integers(0, self.size, len(new)).tolist()
         append = out.append
-        for i, element in zip(self.rng.integers(0, self.size, len(new)).tolist(), new, strict=True):
+        for i, element in zip(drawn, new, strict=True):
             append(items[i])
             items[i] = element
+        self._record((length, drawn, out))
         return out
 
     def drain(self) -> list[Any]:
         """Everything left, in a random order; the buffer is empty afterwards."""
         items, self.items = self.items, []
+        self._record(items)
         return [items[i] for i in self.rng.permutation(len(items)).tolist()]
+
+    def snapshot(self) -> list[Any] | BufferSnapshot:
+        """The contents now: a copy, or with a journal a snapshot that copies them when pickled."""
+        if self.journal is None:
+            return list(self.items)
+        snapshot = BufferSnapshot(self, self.version)
+        self.snapshots.add(snapshot)
+        return snapshot
+
+    def contents_at(self, version: int) -> list[Any]:
+        """The contents after ``version`` changes: the current ones with the later changes undone."""
+        if self.journal is None or not self.base <= version <= self.version:
+            raise ValueError(f"the shuffle buffer no longer knows its contents at change {version}")
+        items = list(self.items)
+        for change in reversed(self.journal[version - self.base :]):
+            if type(change) is tuple:  # a push: put back what it handed out, then drop what it added
+                length, drawn, out = change
+                for i, element in zip(reversed(drawn), reversed(out), strict=True):
+                    items[i] = element
+                del items[length:]
+            else:  # a drain: the contents it took
+                items = list(change)
+        return items
+
+    def _record(self, change: tuple[int, list[int], list[Any]] | list[Any]) -> None:
+        self.version += 1
+        journal = self.journal
+        if journal is None:
+            return
+        # Only changes after the oldest living snapshot are needed (none: forget them all).
+        oldest = min((s.version for s in self.snapshots), default=self.version)
+        del journal[: oldest - self.base]
+        self.base = oldest
+        if oldest < self.version:
+            journal.append(change)
+        else:
+            self.base = self.version
+
+
+class BufferSnapshot:
+    """The contents of a journaled :class:`ShuffleBuffer` at one moment; pickles as the plain list."""
+
+    __slots__ = ("__weakref__", "buffer", "version")
+
+    def __init__(self, buffer: ShuffleBuffer, version: int) -> None:
+        self.buffer, self.version = buffer, version
+
+    def items(self) -> list[Any]:
+        return self.buffer.contents_at(self.version)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (self.items(),))

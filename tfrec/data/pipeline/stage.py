@@ -98,11 +98,17 @@ class PipelineRecipe:
 
 @dataclass
 class Context:
-    """A recipe being run: what each op's stage needs to know besides its upstream."""
+    """A recipe being run: what each op's stage needs to know besides its upstream.
+
+    ``journal``: a reading process takes the state after every pull and sends one only when the
+    consumer asks, so steps with a large state (the shuffle buffer) keep a journal of their changes
+    and hand out a snapshot that is copied only when it is sent.
+    """
 
     recipe: PipelineRecipe
     run: Run
     raw_inputs: list[bool]  # per op: whether its input elements are still raw records
+    journal: bool = False
 
 
 def raw_after(ops: tuple[Op, ...], raw: bool = True) -> list[bool]:
