@@ -154,6 +154,16 @@ def test_map_file_refuses_what_it_cannot_map(tmp_path: Path) -> None:
         os.close(fd)
 
 
+def test_map_files_0_in_the_environment_maps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path / "n.tfrecord", [b"ab", b"c"])
+    monkeypatch.setenv("TFREC_MAP_FILES", "0")
+    source = RecordFileSource([path])
+    assert source.__getitems__([1, 0]) == [b"c", b"ab"]
+    assert source._maps == [None] and source._unmappable == [True]
+
+
 def test_gather_in_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tfrec.record.mapped as mapped
 

@@ -10,7 +10,10 @@ one CRC pass over the block, see :mod:`.block_crc`).
 
 A map must never be read past the end of its file (that is a SIGBUS, not an
 exception): callers check the file's size (:func:`mapped_size`) against the
-index before each gather, and read with ``os.pread`` when it differs.
+index before each gather, and read with ``os.pread`` when it differs. The check
+cannot cover a file truncated by another process while a gather runs: like
+every reader of memory-mapped files (numpy.memmap, Arrow), that ends the
+process. ``TFREC_MAP_FILES=0`` in the environment maps nothing.
 
 Example:
     >>> fd = os.open("train.tfrecord", os.O_RDONLY)
@@ -23,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import mmap
+import os
 import threading
 from collections.abc import Sequence
 
@@ -33,7 +37,11 @@ from .block_crc import data_crcs_match
 from .crc import crc_function, mask_array
 from .frame import FOOTER, FRAMING, HEADER, length_crcs, stored_crcs
 
-__all__ = ["frames_ok", "gather_frames", "map_file", "mapped_size"]
+__all__ = ["MAP_FILES_ENV", "frames_ok", "gather_frames", "map_file", "mapped_size"]
+
+# Set to "0", no file is mapped (reads use os.pread): for who would rather lose the speed than risk the
+# SIGBUS of a file truncated by another process during a gather (see the module docstring).
+MAP_FILES_ENV = "TFREC_MAP_FILES"
 
 _LENGTH_BYTES = np.arange(8)
 _CRC_BYTES = np.arange(8, HEADER)
@@ -55,7 +63,7 @@ def map_file(fd: int, size: int) -> np.ndarray | None:
         >>> view[:8].view("<u8")  # the first frame's length
         array([5], dtype=uint64)
     """
-    if size <= 0:
+    if size <= 0 or os.environ.get(MAP_FILES_ENV) == "0":
         return None
     try:
         mapped = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
