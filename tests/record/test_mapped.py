@@ -154,9 +154,7 @@ def test_map_file_refuses_what_it_cannot_map(tmp_path: Path) -> None:
         os.close(fd)
 
 
-def test_map_files_0_in_the_environment_maps_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_map_files_0_in_the_environment_maps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path / "n.tfrecord", [b"ab", b"c"])
     monkeypatch.setenv("TFREC_MAP_FILES", "0")
     source = RecordFileSource([path])
