@@ -19,6 +19,7 @@ from .paths import expand_paths, open_binary
 from .pipeline.dataset import TFRecordDataset
 from .pipeline.interleave import ReadOptions
 from .pipeline.iterator import DatasetIterator
+from .random_access.shuffled_batches import ShuffledBatches
 from .random_access.source import RecordFileSource
 from .sharding.consumers import ShardOptions
 from .tfds.directory import TfdsSplit, from_tfds_dir, write_tfds_dir
@@ -34,6 +35,7 @@ __all__ = [
     "ShardInfo",
     "ShardOptions",
     "ShardedWriter",
+    "ShuffledBatches",
     "TFRecordDataset",
     "TfdsSplit",
     "WriteSummary",

@@ -46,6 +46,7 @@ from ..index.scan import check_uncompressed, scan_index
 from ..paths import expand_paths
 from ..pipeline.decode import check_features_or_spec
 from .gzip_members import GzipShard, MemberCache
+from .shuffled_batches import ShuffledBatches
 
 __all__ = ["RecordFileSource"]
 
@@ -230,6 +231,22 @@ class RecordFileSource:
         if self._spec is not None:
             return parse_example(records, self._spec)
         return records
+
+    def shuffled_batches(
+        self, batch_size: int, *, seed: int, epochs: int = 1, drop_remainder: bool = False
+    ) -> ShuffledBatches:
+        """Batches of a record-level shuffle of every record, as a random-access source of batches.
+
+        Batch ``i`` of an epoch is the records at positions ``[i * batch_size, (i + 1) *
+        batch_size)`` of a keyed permutation of all records (a new one each epoch), read and
+        decoded together as :meth:`read_batch` does; the records of a batch come in record
+        order. For grain, whose map datasets pay per element: one element per batch.
+
+        Example:
+            >>> dataset = grain.MapDataset.source(source.shuffled_batches(256, seed=0, epochs=10))
+            >>> torch.utils.data.DataLoader(source.shuffled_batches(256, seed=0), batch_size=None)
+        """
+        return ShuffledBatches(self, batch_size, seed=seed, epochs=epochs, drop_remainder=drop_remainder)
 
     def _number(self, record_key: SupportsIndex) -> int:
         try:
