@@ -20,7 +20,8 @@ Example:
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, SupportsIndex
+from collections.abc import Sequence
+from typing import Any, Protocol, SupportsIndex
 
 import numpy as np
 
@@ -28,10 +29,16 @@ from ...arguments import check_count
 from ...errors import OutOfRangeError
 from ..sharding.permutation import KeyedPermutation
 
-if TYPE_CHECKING:
-    from .source import RecordFileSource
 
-__all__ = ["ShuffledBatches"]
+class BatchReader(Protocol):
+    """What a source of records offers: its length, and a batched read (``RecordFileSource``)."""
+
+    def __len__(self) -> int: ...
+
+    def read_batch(self, record_keys: Sequence[SupportsIndex]) -> Any: ...
+
+
+__all__ = ["BatchReader", "ShuffledBatches"]
 
 
 class ShuffledBatches:
@@ -52,7 +59,7 @@ class ShuffledBatches:
 
     def __init__(
         self,
-        source: RecordFileSource,
+        source: BatchReader,
         batch_size: int,
         *,
         seed: int,
