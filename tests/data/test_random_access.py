@@ -330,6 +330,10 @@ def test_read_batch_with_a_spec_or_raw(tmp_path: Path, spec_kind: str) -> None:
     chosen = [records[k] for k in keys]
     expected = chosen if spec_kind == "raw" else tfrec.parse_example(chosen, spec)
     assert same(source.read_batch(keys), expected)
+    in_order = [records[k] for k in (0, 2, 5)]  # sorted keys: gathered, nothing to put back
+    assert same(
+        source.read_batch([0, 2, 5]), in_order if spec_kind == "raw" else tfrec.parse_example(in_order, spec)
+    )
     with pytest.raises(OutOfRangeError, match="record 6 is out of range"):
         source.read_batch([1, 6])
     with pytest.raises(InvalidArgumentError, match="integers, not str"):

@@ -230,7 +230,7 @@ class RecordFileSource:
             return self._features.deserialize_batch(records)
         if self._spec is not None:
             return parse_example(records, self._spec)
-        return records
+        return list(records)  # bytes, also when they were gathered into one buffer
 
     def shuffled_batches(
         self, batch_size: int, *, seed: int, epochs: int = 1, drop_remainder: bool = False
