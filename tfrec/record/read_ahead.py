@@ -142,6 +142,12 @@ class ReadAhead:
             done += got
         return done
 
+    def held(self) -> int:
+        """The bytes read ahead and not yet returned (after the read in flight, if any, ends)."""
+        if self._taken >= len(self._left):
+            (self._left, self._left_digest), self._taken = self._wait(), 0
+        return len(self._left) - self._taken
+
     def digest_of(self, block: bytes) -> int | None:
         """The digest of ``block`` if it is the last block read ahead and returned whole."""
         digested = self._digested

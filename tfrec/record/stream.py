@@ -26,7 +26,7 @@ from typing import IO
 from ..errors import RecordError, TruncatedRecordError
 from .compression import Compression, looks_like, open_decompressed
 from .files import open_regular
-from .fill_ahead import Filler, fill_here
+from .fill_ahead import Filler, ReadInto, fill_here
 from .read_ahead import ReadAhead
 
 __all__ = ["MAX_READ", "RecordStream"]
@@ -75,6 +75,7 @@ class RecordStream:
         self._ahead: ReadAhead | None = None  # reads self._stream, a block ahead when asked to
         self._may_read_ahead = False
         self._filler: Filler | None = None  # fills spans in a thread (fill); made at first use
+        self._fd: int | None = None  # a plain file opened here: spans are read at positions in it
         self.end: int | None = None  # decompressed size when known (plain files)
 
     def open(self, start: int, index: int, *, digest: Callable[[bytes], int] | None) -> None:
@@ -86,6 +87,7 @@ class RecordStream:
             fd = open_regular(os.fspath(self.source), purpose="reading records by path", hint=_PIPE_HINT)
             self._raw = open(fd, "rb")  # noqa: SIM115 (closed by close())
             if self.compression is None:
+                self._fd = fd if hasattr(os, "preadv") else None
                 self.end = os.fstat(fd).st_size  # lets a corrupt length fail before any read
                 if start > self.end:
                     raise TruncatedRecordError(
@@ -169,13 +171,36 @@ class RecordStream:
         """Fill ``target`` as :meth:`read_into` does, ``piece`` bytes at a time; yield how many bytes
         are filled each time a piece lands. With ``ahead``, a stream that may be read ahead is read
         in a background thread (:mod:`~tfrec.record.fill_ahead`) while the caller checks what is
-        filled; errors are raised where reading in this thread would raise them."""
+        filled; errors are raised where reading in this thread would raise them. A file opened here
+        is read at positions, by the thread and the caller both (:meth:`Filler.fill_shared`)."""
         read_into = functools.partial(self.read_into, offset=offset, index=index)
         if not (ahead and self._may_read_ahead):
             return fill_here(read_into, target, piece)
         if self._filler is None:
             self._filler = Filler()
-        return self._filler.fill(read_into, target, piece)
+        if self._fd is None:
+            return self._filler.fill(read_into, target, piece)
+        return self._fill_at(self._filler, self._fd, target, read_into, piece)
+
+    def _fill_at(
+        self, filler: Filler, fd: int, target: memoryview, read_into: ReadInto, piece: int
+    ) -> Generator[int, None, None]:
+        """:meth:`fill` for a file opened here: what was read ahead first, then the rest read at
+        its positions in the file, which is then moved past what was read."""
+        assert self._ahead is not None and self._raw is not None
+        filler.start()  # (it wakes while what was read ahead is copied)
+        first = read_into(target[: min(len(target), self._ahead.held())])
+        if first:
+            yield first
+        if first == len(target):
+            return
+        start = self._raw.tell()  # the file's position of target[first] (nothing is held ahead now)
+        filled = 0
+        try:
+            for filled in filler.fill_shared(functools.partial(_read_at, fd, start), target[first:], piece):
+                yield first + filled
+        finally:
+            self._raw.seek(start + filled)
 
     def _damaged(self, exc: zlib.error | EOFError, offset: int, index: int) -> None:
         """Report a damaged compressed stream at the frame at ``offset``; reading ends there."""
@@ -253,7 +278,18 @@ class RecordStream:
             self._stream.close()
         if self._raw is not None and self._raw is not self.source:
             self._raw.close()
-        self._stream = self._raw = None
+        self._stream = self._raw = self._fd = None
+
+
+def _read_at(fd: int, start: int, target: memoryview, at: int) -> int:
+    """Fill ``target`` from file position ``start + at``; fewer bytes only at the end of the file."""
+    done = 0
+    while done < len(target):
+        got = os.preadv(fd, [target[done:]], start + at + done)
+        if not got:
+            break
+        done += got
+    return done
 
 
 def _seekable(stream: IO[bytes]) -> bool:
