@@ -22,7 +22,9 @@ Peers that are not installed are skipped.
 Batched reads (the 100KiB workload, or any named with --batched): read_batches(path, n) at n = 16,
 256 and 1024, with and without CRC checks, against read_records and against TensorFlow's
 TFRecordDataset(path).batch(n) iterated eagerly (and record by record, against read_records), and
-the raw 1 MiB reads in the same turns: the ceiling of one copy from the page cache. "vs
+the raw 1 MiB reads in the same turns: the ceiling of one copy from the page cache; and the file
+read into a reused map as long as a batch, by one thread and by two at once (each half of every
+span, with os.preadv): the ceilings of read_batches' copy on one core and on two. "vs
 read_records" compares with read_records measured in the same turns as that batch size. The
 `tfrecord` package must run apart from TensorFlow: --tfrecord-python names an interpreter that has
 it when this one (the one with TensorFlow) does not.
@@ -32,13 +34,16 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import itertools
 import json
+import mmap
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import _common
@@ -153,6 +158,39 @@ def raw_read(path: str, count: int) -> int:
     with open(path, "rb", buffering=0) as f:
         while f.readinto(buffer):
             pass
+    return count
+
+
+_SPANS: dict[int, mmap.mmap] = {}  # span size -> a map reused by every raw_spans run, as tfrec's pool does
+
+
+def raw_spans(path: str, count: int, span: int, threads: int) -> int:
+    """The file read with os.preadv into one reused map of ``span`` bytes after the other, each
+    cut into ``threads`` parts read at once (the parts after the first by a helper thread): the
+    ceiling of filling a batch's buffer, by one or by two threads, with no checks at all."""
+    buffer = _SPANS.get(span)
+    if buffer is None:
+        buffer = _SPANS[span] = mmap.mmap(-1, span, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        buffer[:] = bytes(span)  # its pages faulted in once, not in the timed runs
+
+    def read(fd: int, view: memoryview, at: int) -> None:
+        while len(view):
+            got = os.preadv(fd, [view], at)
+            view, at = view[got:], at + got
+
+    size = os.path.getsize(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with memoryview(buffer) as whole, ThreadPoolExecutor(threads - 1 or 1) as helper:
+            for at in range(0, size, span):
+                length = min(span, size - at)
+                cuts = [length * k // threads & ~(mmap.PAGESIZE - 1) for k in range(threads)] + [length]
+                parts = [helper.submit(read, fd, whole[a:b], at + a) for a, b in itertools.pairwise(cuts[1:])]
+                read(fd, whole[: cuts[1]], at)
+                for part in parts:
+                    part.result()
+    finally:
+        os.close(fd)
     return count
 
 
@@ -278,9 +316,15 @@ def bench_batches(
     mine: dict[int, tuple[float, float, float]] = {}  # batch: verified, unverified, read_records
     theirs: dict[int, float | None] = {}
     ceiling: dict[int, float] = {}  # the raw 1 MiB reads, in the same turns
+    spans: dict[int, tuple[float, float]] = {}  # raw reads into a batch's span: 1 thread, 2 threads
+    frame = (size // count) if count else 0
     for n in (1, *BATCH_SIZES):  # one batch size at a time, as a program reads
         cases: dict[str, Callable[[], int]] = {"records": lambda: tfrec_read(reference)}
         cases["raw"] = lambda: raw_read(reference, count)
+        if n > 1:
+            span = max(CHUNK, n * frame)
+            cases["span 1"] = lambda span=span: raw_spans(reference, count, span, 1)
+            cases["span 2"] = lambda span=span: raw_spans(reference, count, span, 2)
         if n == 1:
             cases["unverified"] = lambda: tfrec_read(reference, verify=False)
         else:
@@ -296,6 +340,8 @@ def bench_batches(
         mine[n] = (best.get("verified", best["records"]), best["unverified"], best["records"])
         theirs[n] = best.get("TF")
         ceiling[n] = best["raw"]
+        if n > 1:
+            spans[n] = (best["span 1"], best["span 2"])
 
     def rate(seconds: float | None) -> str:
         return f"{size / seconds / 1e6:,.0f}" if seconds else "-"
@@ -327,6 +373,21 @@ def bench_batches(
         ("raw 1 MiB readinto, no checks", str(n), rate(ceiling[n]), "", "", ratio(ceiling[n], theirs[n]), "")
         for n in (1, *BATCH_SIZES)
     ]
+    # Filling a batch's buffer (a reused map as long as the batch) by one thread, and by two threads
+    # at once (each half of it): the ceilings of read_batches' copy on one core and on two.
+    for threads in (1, 2):
+        lines += [
+            (
+                f"raw pread into a batch's span, {threads} thread{'s' * (threads > 1)}",
+                str(n),
+                rate(spans[n][threads - 1]),
+                "",
+                "",
+                ratio(spans[n][threads - 1], theirs[n]),
+                "",
+            )
+            for n in BATCH_SIZES
+        ]
     tfrecord = rows.get(TFRECORD_LABEL, {}).get("read")
     if tfrecord:
         lines.append(
