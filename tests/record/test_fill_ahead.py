@@ -5,12 +5,15 @@ from __future__ import annotations
 import gc
 import io
 import mmap
+import os
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tfrec
 from tfrec.record import spans
@@ -179,4 +182,120 @@ def test_a_reader_closed_or_dropped_early_leaves_no_thread(tmp_path: Path) -> No
 
     for _ in range(3):  # finished readers leave none either
         assert sum(map(len, tfrec.read_batches(path, 5))) == len(records)
+    assert _no_fill_threads()
+
+
+# -- reads at positions, shared by the thread and the caller --------------------------------------
+
+
+def _read_at(data: bytes, fail_at: int | None = None, delay: float = 0.0):  # type: ignore[no-untyped-def]
+    """A ReadAt over ``data``: fewer bytes at its end; an OSError for a read from ``fail_at`` on."""
+    readers: set[int] = set()
+
+    def read_at(view: memoryview, at: int) -> int:
+        readers.add(threading.get_ident())
+        if fail_at is not None and at >= fail_at:
+            raise OSError(5, "Input/output error")
+        time.sleep(delay)
+        piece = data[at : at + len(view)]
+        view[: len(piece)] = piece
+        return len(piece)
+
+    read_at.readers = readers  # type: ignore[attr-defined]
+    return read_at
+
+
+def test_a_shared_fill_is_read_by_the_thread_and_the_caller_in_any_order_and_yields_in_order() -> None:
+    data = np.random.default_rng(1).bytes(10_000)
+    filler = Filler()
+    read_at = _read_at(data, delay=0.002)
+    target = bytearray(10_000)
+    with memoryview(target) as view:
+        counts = list(filler.fill_shared(read_at, view, 700))
+    assert counts == sorted(set(counts)) and counts[-1] == 10_000
+    assert all(count % 700 == 0 for count in counts[:-1])
+    assert bytes(target) == data
+    assert len(read_at.readers) == 2  # both read pieces
+    filler.close()
+    assert _no_fill_threads()
+
+
+def test_a_shared_fill_ends_at_the_first_short_piece_and_raises_the_first_error_after_the_pieces_before() -> None:
+    data = bytes(range(256)) * 10
+    filler = Filler()
+    target = bytearray(4096)
+    with memoryview(target) as view:
+        counts = list(filler.fill_shared(_read_at(data), view, 512))
+    assert counts[-1] == len(data) and bytes(target[: len(data)]) == data
+    other = Filler()  # (whose thread may not be awake before the failed piece)
+    for fill in (filler.fill_shared, other.fill_shared):
+        counts = []
+        with pytest.raises(OSError, match="Input/output error"), memoryview(bytearray(4096)) as view:
+            for count in fill(_read_at(data, fail_at=1536, delay=0.001), view, 512):
+                counts.append(count)
+        assert counts and counts[-1] == 1536  # every piece before the failed one, none after
+    other.close()
+    with memoryview(bytearray(600)) as view:  # the thread serves the next fill
+        assert list(filler.fill_shared(_read_at(data), view, 256))[-1] == 600
+    filler.close()
+    with memoryview(bytearray(600)) as view:  # a closed filler: the caller reads every piece
+        read_at = _read_at(data)
+        assert list(filler.fill_shared(read_at, view, 256))[-1] == 600
+        assert read_at.readers == {threading.get_ident()}
+    assert _no_fill_threads()
+
+
+def test_a_shared_fill_left_early_lets_go_of_its_buffer() -> None:
+    buffer = mmap.mmap(-1, 64 * KIB)
+    filler = Filler()
+    with memoryview(buffer) as view:
+        fill = filler.fill_shared(_read_at(bytes(64 * KIB), delay=0.01), view[:], 4 * KIB)
+        assert next(fill) >= 4 * KIB
+        fill.close()
+    buffer.resize(128 * KIB)  # a map with a view of it alive (in the thread) could not be resized
+    filler.close()
+    assert _no_fill_threads()
+
+
+@pytest.mark.usefixtures("threaded")
+@settings(max_examples=25, deadline=None)
+@given(
+    sizes=st.lists(st.one_of(st.integers(64 * KIB, 300 * KIB), st.integers(0, 3000)), max_size=30),
+    size=st.integers(1, 12),
+    start=st.integers(0, 29),
+)
+def test_threaded_spans_of_any_records_from_any_start_read_what_records_do(
+    tmp_path_factory: pytest.TempPathFactory, sizes: list[int], size: int, start: int
+) -> None:
+    # Spans read at positions follow blocks read ahead, small records and one another: the file's
+    # position must be where reading on expects it after each of them.
+    rng = np.random.default_rng(len(sizes))
+    records = [rng.bytes(n) for n in sizes]
+    path = tmp_path_factory.mktemp("t") / "x.tfrecord"
+    tfrec.write_records(path, records)
+    start = min(start, len(records))
+    offset = sum(n + 16 for n in sizes[:start])
+    reader = tfrec.RecordReader(path, start_offset=offset, start_index=start)
+    got = [list(batch) for batch in reader.batches(size)]
+    rest = records[start:]
+    assert got == [rest[i : i + size] for i in range(0, len(rest), size)]
+
+
+@pytest.mark.usefixtures("threaded")
+def test_a_file_truncated_while_its_spans_are_read_raises_as_read_records_does(tmp_path: Path) -> None:
+    path, records = _large_file(tmp_path, count=40)
+    ends = [b.end_offset for b in tfrec.RecordReader(path).batches(1)]
+    for cut in (ends[20] + 5, ends[25] - 7):
+        tfrec.write_records(path, records)
+        reader = tfrec.RecordReader(path)
+        batches = reader.batches(6)
+        got = list(next(batches))  # the file's size is known by now: the rest is cut under the reader
+        os.truncate(path, cut)
+        with pytest.raises(tfrec.TruncatedRecordError) as caught:
+            for batch in batches:
+                got.extend(batch)
+        # Whole records, then the error at the next one; what was read before the cut may be kept.
+        kept = ends.index(max(end for end in ends if end <= cut)) + 1
+        assert got == records[: len(got)] and len(got) >= kept and caught.value.index == len(got)
+        reader.close()
     assert _no_fill_threads()
