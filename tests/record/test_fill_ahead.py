@@ -220,7 +220,7 @@ def test_a_shared_fill_is_read_by_the_thread_and_the_caller_in_any_order_and_yie
     assert _no_fill_threads()
 
 
-def test_a_shared_fill_ends_at_the_first_short_piece_and_raises_the_first_error_after_the_pieces_before() -> None:
+def test_a_shared_fill_ends_at_a_short_piece_and_raises_the_first_error_after_the_pieces_before() -> None:
     data = bytes(range(256)) * 10
     filler = Filler()
     target = bytearray(4096)

@@ -152,3 +152,16 @@ def test_large_records_are_checked_against_their_data_crc(tmp_path: Path) -> Non
     assert got == records[:6] and (caught.value.index, caught.value.offset) == (6, 6 * frame)
     kept = [r for b in tfrec.read_batches(path, 4, verify_checksums=False) for r in b]
     assert len(kept) == 10 and kept[:6] == records[:6]
+
+
+@pytest.mark.parametrize("byte", [0, 3, 8, 11])  # in the length, or in its CRC
+def test_a_damaged_header_among_equal_ones_is_found(tmp_path: Path, byte: int) -> None:
+    # Equal records repeat their header, which the span walk checks once: a changed one is checked.
+    path, records = _large_file(tmp_path, count=12)
+    data = bytearray(path.read_bytes())
+    data[7 * (100 * KIB + 16) + byte] ^= 0x04
+    path.write_bytes(bytes(data))
+    expected = _outcome(tfrec.read_records(path))
+    assert expected[0] == records[:7] and expected[1] is not None
+    for size in (3, 12):
+        assert _outcome(tfrec.read_batches(path, size)) == expected

@@ -202,7 +202,7 @@ def read_span(
 class _Walk:
     """The whole frames of a span so far (up to ``wanted``), each digested as it is found."""
 
-    __slots__ = ("count", "crcs", "damaged", "digest", "ends", "pos", "verify", "wanted")
+    __slots__ = ("checked", "count", "crcs", "damaged", "digest", "ends", "pos", "verify", "wanted")
 
     def __init__(
         self, pos: int, wanted: int, digest: Callable[[np.ndarray], int] | None, verify: bool
@@ -213,28 +213,36 @@ class _Walk:
         self.digest = digest
         self.verify = verify
         self.damaged = False  # the frame at pos has a bad length CRC: the span ends before it
+        self.checked: tuple[int, int] = (-1, 0)  # the last header whose length CRC matched
         self.crcs: list[int] = []
         self.ends: list[int] = []
 
     def over(self, buffer: mmap.mmap, filled: int) -> None:
         """Go on over the frames that are whole in ``buffer[:filled]``."""
-        pos, count, digest, ends = self.pos, self.count, self.digest, self.ends
+        if self.damaged:
+            return
+        pos, count, wanted, digest, verify = self.pos, self.count, self.wanted, self.digest, self.verify
+        crcs, ends, checked = self.crcs, self.ends, self.checked
+        head, foot, unpack_header = frame.HEADER, frame.FOOTER, frame.unpack_header
         # One array over what is filled, sliced per frame (dropped on return: a map with a view
         # alive cannot be resized).
         u8 = np.frombuffer(buffer, np.uint8, filled) if digest is not None else None
-        while count < self.wanted and pos + frame.HEADER <= filled and not self.damaged:
-            length, stored = frame.unpack_header(buffer, pos)
-            if self.verify and frame.length_crc(length) != stored:
-                self.damaged = True
-                break
-            after = pos + length + frame.FRAMING
+        while count < wanted and pos + head <= filled:
+            header = unpack_header(buffer, pos)
+            # (Records of one size repeat their header: it is checked once.)
+            if verify and header != checked:
+                if frame.length_crc(header[0]) != header[1]:
+                    self.damaged = True
+                    break
+                checked = header
+            after = pos + header[0] + frame.FRAMING
             if after > filled:
                 break
             if u8 is not None and digest is not None:
-                self.crcs.append(digest(u8[pos + frame.HEADER : after - frame.FOOTER]))
+                crcs.append(digest(u8[pos + head : after - foot]))
             ends.append(after)
             pos, count = after, count + 1
-        self.pos, self.count = pos, count
+        self.pos, self.count, self.checked = pos, count, checked
 
     def span(self, buffer: mmap.mmap, first: int, end_of_stream: bool) -> Span:
         return Span(
