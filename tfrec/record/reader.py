@@ -185,7 +185,8 @@ class RecordReader:
         the file, none after); such buffers are reused once nothing refers to them. An
         uncompressed file or other stream that can seek is read a block ahead in a background
         thread (a pipe is not: closing the reader would wait for its data), and a batch of large
-        records of 4 MiB or more is filled by a thread while the CRCs of what it filled are taken. With
+        records of 4 MiB or more is filled by a thread and this one together (a file opened by path,
+        at positions), this one taking the CRCs of what is filled between pieces of its own. With
         ``on_error="skip"`` a batch may hold records from both sides of skipped damage;
         ``batch.start_index`` is its first record's.
 
