@@ -299,3 +299,18 @@ def test_a_file_truncated_while_its_spans_are_read_raises_as_read_records_does(t
         assert got == records[: len(got)] and len(got) >= kept and caught.value.index == len(got)
         reader.close()
     assert _no_fill_threads()
+
+
+@pytest.mark.usefixtures("threaded")
+@pytest.mark.parametrize("size", [2, 9])
+def test_threaded_spans_of_a_stream_object_are_read_in_order_by_the_thread(tmp_path: Path, size: int) -> None:
+    # A stream handed over has no descriptor of ours to read at positions: the thread alone reads it.
+    # (Its size is known when it is moved to a start offset: then its large records are spans.)
+    path, records = _large_file(tmp_path)
+    first = len(records[0]) + 16
+    with open(path, "rb") as stream:
+        reader = tfrec.RecordReader(stream, start_offset=first, start_index=1)
+        got = [list(batch) for batch in reader.batches(size)]
+        reader.close()
+    assert got == [records[i : i + size] for i in range(1, len(records), size)]
+    assert _no_fill_threads()
