@@ -372,7 +372,7 @@ def _append_entries(parts: list[bytes], mapping: Mapping[str, Any], exact: bool)
             try:
                 kind, data = wire.BYTES, value.encode("utf-8")
             except UnicodeEncodeError:
-                pass
+                data = None  # lone surrogates: refused by the general path, naming the key
         elif cls is float:
             kind, data = wire.FLOAT, _float32_bytes(value, exact)
         elif cls is bool:
