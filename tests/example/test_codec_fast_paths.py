@@ -58,6 +58,7 @@ fast_values = st.one_of(
     st.text(st.characters(blacklist_categories=("Cs",)), max_size=8),  # unicode, never surrogates
     int64s,
     st.integers(-1, 1 << 15),
+    st.integers(-1, 1 << 22),
     st.booleans(),
     st.floats(width=32),  # NaN, infinities, -0.0, subnormals: exact in float32
     st.floats(allow_nan=False, min_value=-3e38, max_value=3e38),  # rounded to float32
@@ -106,6 +107,8 @@ def test_inline_paths_match_the_wire_rules(mapping: dict[str, Any]) -> None:
         INT64_MAX,
         16_383,
         16_384,
+        (1 << 21) - 1,
+        1 << 21,
         True,
         "",
         "é 漢字 \U0001f600",

@@ -366,6 +366,8 @@ def _append_entries(parts: list[bytes], mapping: Mapping[str, Any], exact: bool)
         elif cls is int:
             if 0 <= value < _CACHED_VARINTS:
                 kind, data = wire.INT64, _SMALL_VARINTS[value]
+            elif 0 <= value < 1 << 21:  # three bytes (ids): the low 7 bits, then a cached varint
+                kind, data = wire.INT64, _CONTINUED[value & 0x7F] + _SMALL_VARINTS[value >> 7]
             elif _INT64_MIN <= value <= _INT64_MAX:
                 kind, data = wire.INT64, varint(value & _MASK64)
         elif cls is str:
