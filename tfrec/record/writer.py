@@ -44,6 +44,8 @@ _BATCH = 4096  # most records framed together by write_many
 _FIRST_BATCH = 64  # the first batch, before the record size is known
 _DIRECT_PART = 4096  # parts this large on average are written one by one, not joined first
 
+_header, _pack_crc, _FRAMING = frame.header, frame.pack_crc, frame.HEADER + frame.FOOTER
+
 Bytes = bytes | bytearray | memoryview
 BytesLike = Bytes | np.ndarray  # what a record may be given as: an array of dtype uint8, C-contiguous
 
@@ -207,11 +209,14 @@ class RecordWriter:
         Example:
             >>> writer.write(b"\\x00\\x01")
         """
-        self._check_open()
+        if self._closed:  # also after a failed write
+            self._check_open()  # raises, saying which
         if type(record) is not bytes:
             record = _as_record(record, "RecordWriter.write")
-        self._pending += (frame.header(len(record)), record, frame.pack_crc(mask(self._crc(record))))
-        self._pending_bytes += len(record) + frame.HEADER + frame.FOOTER
+        # Per record: one CRC and a cached header; the frame's parts are joined with their
+        # neighbours' when ~1 MiB is pending (one copy, one write call).
+        self._pending += (_header(len(record)), record, _pack_crc(mask(self._crc(record))))
+        self._pending_bytes += len(record) + _FRAMING
         if self._pending_bytes >= _FLUSH_BYTES:
             self._drain()
 

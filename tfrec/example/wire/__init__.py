@@ -34,6 +34,7 @@ from .kinds import (
 )
 from .scan import Feature, scan_example, scan_sequence_example
 from .values import (
+    C_PROTOBUF,
     bytes_values,
     decode_values,
     decode_varints,
@@ -45,6 +46,7 @@ from .values import (
 
 __all__ = [
     "BYTES",
+    "C_PROTOBUF",
     "FIELD_1",
     "FIELD_2",
     "FIXED32",

@@ -18,6 +18,7 @@ from .kinds import BYTES, FIELD_1, FIXED32, FLOAT, LEN, VARINT
 from .scan import Feature
 
 __all__ = [
+    "C_PROTOBUF",
     "bytes_values",
     "decode_values",
     "decode_varints",
@@ -33,7 +34,7 @@ _SMALL_VARINT_PAYLOAD = 24  # below this many bytes a Python loop beats numpy's 
 # varints, even at ~1 KiB; beyond, making Python ints costs more. Not with protobuf's pure Python.
 _PROTOBUF_VARINT_PAYLOAD = 1024
 
-_C_PROTOBUF = api_implementation.Type() != "python"
+C_PROTOBUF = api_implementation.Type() != "python"  # upb (or the old C++ backend): varints in C
 
 
 def bytes_values(data: bytes, feature: Feature) -> list[bytes]:
@@ -111,7 +112,7 @@ def decode_varints(data: bytes, start: int, end: int) -> np.ndarray:
         if pos != end:
             raise WireError("a packed varint list is truncated")
         return np.array(small, np.uint64)
-    if end - start < _PROTOBUF_VARINT_PAYLOAD and _C_PROTOBUF:
+    if end - start < _PROTOBUF_VARINT_PAYLOAD and C_PROTOBUF:
         values = _protobuf_varints(data, start, end)
         if values is not None:
             return values
