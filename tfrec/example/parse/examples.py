@@ -100,8 +100,12 @@ def parse_single_example(
         array([b'a', b'b'], dtype=object)
     """
     if type(serialized) is bytes:  # the usual call: nothing to convert
-        held = _PLANS.get(id(features))  # the plan of the specs of an earlier call, when unchanged
-        plan = held.plan if held is not None and held.holds(features) else _plan_of_single(features)
+        held = _PLANS.get(id(features))  # (a copy of the specs of an earlier call, their plan)
+        try:
+            # Specs compare by identity first: the usual call compares no spec's fields.
+            plan = held[1] if held is not None and features == held[0] else _plan_of_single(features)
+        except (TypeError, ValueError):  # a spec replaced by one holding an array: another spec
+            plan = _plan_of_single(features)
         parsed = parse_one(plan, serialized)  # the direct path; None leaves the record to the batch path
         return parsed if parsed is not None else _parse_by_batch(plan, [serialized])
     records, single = as_records(serialized)
@@ -115,44 +119,25 @@ def parse_single_example(
 
 
 def _plan_of_single(features: Mapping[str, Spec]) -> Plan:
-    """The plan of ``features`` for one record, remembered for the next call when it cannot change."""
+    """The plan of ``features`` for one record, remembered for the next call with a copy of the specs
+    when none can change in place (all are hashable): comparing the copy with the specs of a call
+    costs less than :func:`plan_of`'s check, which also follows shapes given as lists."""
     if features is None:
         raise SchemaError("Invalid argument: features cannot be None.")
     if not features:
         raise SchemaError("Invalid argument: features cannot be empty.")
     plan = plan_of(features)
-    held = _Held(plan, features)
-    if held.specs is not None:
-        _PLANS.put(id(features), held)
+    try:
+        hash(tuple(features.values()))
+    except TypeError:
+        return plan
+    _PLANS.put(id(features), (dict(features), plan))
     return plan
 
 
-class _Held:
-    """A plan, and a copy of the dict of specs it was made of, when no spec can change in place (all
-    are hashable): comparing the dicts is cheaper than :func:`plan_of`'s check, which also follows
-    shapes given as lists."""
-
-    def __init__(self, plan: Plan, features: Mapping[str, Spec]) -> None:
-        self.plan = plan
-        self.specs: dict[str, Spec] | None = None
-        if type(features) is dict:
-            try:
-                hash(tuple(features.values()))
-            except TypeError:
-                return
-            self.specs = dict(features)
-
-    def holds(self, features: Mapping[str, Spec]) -> bool:
-        """Whether ``features`` holds the specs the plan was made of (each compared by identity
-        first, so the usual call compares no spec's fields)."""
-        try:
-            return type(features) is dict and features == self.specs
-        except (TypeError, ValueError):  # a spec replaced by one holding an array: another spec
-            return False
-
-
-# parse_single_example's plans, by the id of the features mapping (checked by _Held.holds).
-_PLANS: BoundedCache[int, _Held] = BoundedCache(64)
+# parse_single_example's plans by the id of the specs mapping, with a copy of the specs (compared
+# with the specs of a call: an id can be reused).
+_PLANS: BoundedCache[int, tuple[dict[str, Spec], Plan]] = BoundedCache(64)
 
 
 def _parse_by_batch(plan: Plan, records: Sequence[bytes]) -> dict[str, Any]:

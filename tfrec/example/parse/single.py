@@ -60,7 +60,7 @@ _LAYOUTS = 16  # layouts remembered per decoder (compiled when seen twice): boun
 def parse_one(plan: Plan, data: bytes) -> dict[str, Any] | None:
     """``data`` parsed by ``plan`` as ``parse_single_example`` parses it, or None when the record is
     not in the usual form (a key missing, another kind, another count, another layout, malformed)."""
-    decode = _DECODERS[plan, False]
+    decode = _ARRAY_DECODERS[plan]
     return None if decode is None else decode(data)
 
 
@@ -213,6 +213,10 @@ def _absent_value(spec: Any, shape: tuple[int, ...], steps: bool, as_is: bool) -
 # Compiled per plan and form of bytes scalars, keyed by the plan object (plans are cached, so the
 # same few come back).
 _DECODERS: BoundedCache[tuple[Plan, bool], _Decoder | None] = BoundedCache(64, compute=_compile)
+# parse_one's, by the plan alone: a lookup without a tuple to build and hash per record.
+_ARRAY_DECODERS: BoundedCache[Plan, _Decoder | None] = BoundedCache(
+    64, compute=lambda plan: _DECODERS[plan, False]
+)
 
 
 def _read_head(data: bytes, pos: int, size: int, slots: dict[bytes, _Slot]) -> tuple[int, _Head] | None:
