@@ -17,7 +17,10 @@ length, list tag and length, and for a list of one packed field, its tag and
 length) are the same from record to record whenever the entry's length is. The
 decoder remembers these *heads* per place of an entry in its record: one dict
 lookup by the head's bytes then stands for reading and checking up to six
-fields, and only a head never seen there is read field by field.
+fields, and only a head never seen there is read field by field. A whole layout
+(the keys in order, the lengths of their heads) seen twice is compiled into one
+straight-line function (:mod:`.single_layout`) that is tried first; on any
+surprise the walk reads the record.
 
 Example:
     >>> parse_one(plan_of({"label": FixedLenFeature([], int64)}), data)
