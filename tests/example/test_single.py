@@ -288,3 +288,33 @@ def test_a_layout_seen_twice_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -
     assert compiled == [1]
     out = parse(tfrec.encode_example({"compiled_once": np.ones(2, np.float32), "n": 1}))  # another layout
     assert out["t"] == b"none" and out["n"].shape == () and out["n"].dtype == np.int64
+
+
+def test_threads_sharing_a_decoder_over_many_layouts_get_every_value() -> None:
+    # Layouts learned, compiled and forgotten (more than are remembered) while other threads decode.
+    from concurrent.futures import ThreadPoolExecutor
+
+    spec = {
+        "threads_a": tfrec.FixedLenFeature([], tfrec.int64),
+        "threads_b": tfrec.FixedLenFeature([2], tfrec.float32),
+        "threads_c": tfrec.FixedLenFeature([], tfrec.string, default_value=b"-"),
+    }
+    records = []
+    for n in range(40):
+        value: dict[str, Any] = {"threads_a": n * 1000, "threads_b": np.array([n, 1], np.float32)}
+        if n % 3:
+            value["threads_c"] = b"c" * n
+        extra = {f"extra{k}": [k] for k in range(n % 20)}  # 20 layouts by the count of extra keys
+        records.append(tfrec.encode_example({**extra, **value} if n % 2 else {**value, **extra}))
+    expected = [(n * 1000, [n, 1.0], b"c" * n if n % 3 else b"-") for n in range(40)]
+    parse = examples.single_example_parser(spec, bytes_scalars=True)
+
+    def decode_all(_: int) -> list[Any]:
+        return [
+            (int(out["threads_a"]), out["threads_b"].tolist(), out["threads_c"])
+            for out in (parse(record) for record in records * 5)
+        ]
+
+    with ThreadPoolExecutor(4) as pool:
+        for got in pool.map(decode_all, range(4)):
+            assert got == expected * 5

@@ -159,20 +159,20 @@ def _compile(wanted: tuple[Plan, bool]) -> _Decoder | None:
     # The straight-line decoder of the layout of the last record the walk read, if compiled; the
     # layouts seen (compiled once seen twice: a layout seen once may never come back).
     chosen: list[_Decoder | None] = [None]
-    layouts: dict[Layout, _Decoder | None] = {}
+    layouts: dict[Layout, Any] = {}
 
     def adopt(layout: Layout) -> None:
         """Make ``layout`` (of a record the walk has read) the one tried first, compiled when it
         comes back. Threads may race here: every decoder remembered is a true one."""
-        if layout in layouts:
-            fast = layouts[layout]
-            if fast is None:
-                fast = layouts[layout] = layout_decoder(layout, places, entries, keys, absent)
-            chosen[0] = fast
-        else:
+        fast = layouts.get(layout, _ABSENT)  # one lookup: another thread may empty the dict
+        if fast is _ABSENT:
             if len(layouts) >= _LAYOUTS:
                 layouts.clear()
             layouts[layout] = None
+            return
+        if fast is None:
+            fast = layouts[layout] = layout_decoder(layout, places, entries, keys, absent)
+        chosen[0] = fast
 
     def decode(data: bytes) -> dict[Any, Any] | None:
         fast = chosen[0]
