@@ -181,3 +181,140 @@ def test_text_not_utf8_fails_alike_one_record_and_batch() -> None:
     with pytest.raises(tfrec.DecodeError) as batch:
         features.deserialize_batch([record])
     assert str(one.value) == str(batch.value) and one.value.key == batch.value.key == "t"
+
+
+def _unwrapped(outcome: Any, spec: dict[str, Any]) -> Any:
+    """``outcome`` as ``single_example_parser(spec, bytes_scalars=True)`` gives it: a scalar string's
+    0-d object array as its bytes."""
+    if outcome[0] != "ok":
+        return outcome
+    values = dict(outcome[1])
+    for key, feature in spec.items():
+        if (
+            isinstance(feature, tfrec.FixedLenFeature)
+            and tuple(feature.shape) == ()
+            and feature.dtype == object
+        ):
+            values[key] = values[key][()]
+    return ("ok", values)
+
+
+def _same_unwrapped(a: Any, b: Any) -> bool:
+    if a[0] != b[0] or a[0] == "error":
+        return bool(a == b)
+    if list(a[1]) != list(b[1]):
+        return False
+    for x, y in zip(a[1].values(), b[1].values(), strict=True):
+        if type(x) is bytes or type(y) is bytes:
+            if type(x) is not type(y) or x != y:
+                return False
+        elif not _same(("ok", {"v": x}), ("ok", {"v": y})):
+            return False
+    return True
+
+
+def _parsed_by(parse: Any, data: bytes) -> Any:
+    try:
+        return ("ok", parse(data))
+    except tfrec.TfrecError as exc:
+        return ("error", type(exc), str(exc))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_bytes_scalars_parser_gives_scalar_strings_as_bytes(draw: st.DataObject) -> None:
+    # Records of one spec in a row and again (the second time through the compiled layouts): each
+    # gives parse_single_example's value, a scalar string as its bytes, or its error.
+    spec = draw.draw(specs())
+    data = draw.draw(st.lists(records(spec), min_size=1, max_size=6))
+    parse = examples.single_example_parser(spec, bytes_scalars=True)
+    for record in [*data, *data]:
+        expected = _unwrapped(_outcome(record, spec), spec)
+        assert _same_unwrapped(_parsed_by(parse, record), expected), record
+
+
+@st.composite
+def one_writers_records(draw: st.DrawFn, spec: dict[str, Any]) -> list[bytes]:
+    """Records laid out alike (the keys in one order, an extra key now and then), values varying in
+    length between records; now and then one cut or with a flipped byte."""
+    keys = draw(st.permutations(list(spec)))
+    extra = draw(st.sampled_from([None, 0, len(keys)]))
+    out = []
+    for _ in range(draw(st.integers(2, 8))):
+        entries = [(key, _fitting(draw, spec[key])) for key in keys]
+        if extra is not None:
+            entries.insert(extra, ("other", wb.ints(draw(INTS))))
+        data = wb.example(*(wb.entry(key, feature) for key, feature in entries))
+        if draw(st.integers(0, 5)) == 0:
+            at = draw(st.integers(0, len(data) - 1))
+            data = data[:at] if draw(st.booleans()) else data[:at] + bytes([data[at] ^ 0x08]) + data[at + 1 :]
+        out.append(data)
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_records_of_one_layout_are_the_batch_path(draw: st.DataObject) -> None:
+    # Records of one writer take the compiled decoder of their layout from the second on; damaged
+    # ones, and values of another length, fall back to the walk, then to the batch path.
+    spec = draw.draw(specs())
+    data = draw.draw(one_writers_records(spec))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(examples, "parse_one", lambda plan, record: None)
+        batch = [_outcome(record, spec) for record in data]
+    parse = examples.single_example_parser(spec)
+    for _ in range(2):
+        for record, expected in zip(data, batch, strict=True):
+            assert _same(_outcome(record, spec), expected), record
+            assert _same(_parsed_by(parse, record), expected), record
+
+
+def test_a_layout_seen_twice_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfrec.example.parse import single
+
+    compiled = []
+    real = single.layout_decoder
+    monkeypatch.setattr(single, "layout_decoder", lambda *args: compiled.append(1) or real(*args))
+    spec = {
+        "compiled_once": tfrec.FixedLenFeature([2], tfrec.float32),
+        "n": tfrec.FixedLenFeature([], tfrec.int64),
+        "t": tfrec.FixedLenFeature([], tfrec.string, default_value=b"none"),
+    }
+    parse = examples.single_example_parser(spec, bytes_scalars=True)
+    for n in range(5):
+        floats = np.array([n, -n], np.float32)
+        out = parse(tfrec.encode_example({"compiled_once": floats, "n": 200 + n, "t": b"x" * n}))
+        assert out["compiled_once"].tolist() == [n, -n] and out["n"] == 200 + n and out["t"] == b"x" * n
+    assert compiled == [1]
+    out = parse(tfrec.encode_example({"compiled_once": np.ones(2, np.float32), "n": 1}))  # another layout
+    assert out["t"] == b"none" and out["n"].shape == () and out["n"].dtype == np.int64
+
+
+def test_threads_sharing_a_decoder_over_many_layouts_get_every_value() -> None:
+    # Layouts learned, compiled and forgotten (more than are remembered) while other threads decode.
+    from concurrent.futures import ThreadPoolExecutor
+
+    spec = {
+        "threads_a": tfrec.FixedLenFeature([], tfrec.int64),
+        "threads_b": tfrec.FixedLenFeature([2], tfrec.float32),
+        "threads_c": tfrec.FixedLenFeature([], tfrec.string, default_value=b"-"),
+    }
+    records = []
+    for n in range(40):
+        value: dict[str, Any] = {"threads_a": n * 1000, "threads_b": np.array([n, 1], np.float32)}
+        if n % 3:
+            value["threads_c"] = b"c" * n
+        extra = {f"extra{k}": [k] for k in range(n % 20)}  # 20 layouts by the count of extra keys
+        records.append(tfrec.encode_example({**extra, **value} if n % 2 else {**value, **extra}))
+    expected = [(n * 1000, [n, 1.0], b"c" * n if n % 3 else b"-") for n in range(40)]
+    parse = examples.single_example_parser(spec, bytes_scalars=True)
+
+    def decode_all(_: int) -> list[Any]:
+        return [
+            (int(out["threads_a"]), out["threads_b"].tolist(), out["threads_c"])
+            for out in (parse(record) for record in records * 5)
+        ]
+
+    with ThreadPoolExecutor(4) as pool:
+        for got in pool.map(decode_all, range(4)):
+            assert got == expected * 5

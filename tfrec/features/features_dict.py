@@ -19,7 +19,6 @@ import functools
 import itertools
 import json
 import math
-import operator
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -302,11 +301,13 @@ class FeaturesDict(FeatureConnector):
         """``deserialize_example`` of one Example, built once (it runs per record): the parser of the
         schema's spec, then, when every child is stored under its own name, each child's value from
         its parsed one in place, touching only the children whose value is not the parsed one (the
-        general path rebuilds the flat groups of every child per record)."""
-        parse = single_example_parser(self.parse_spec())
+        general path rebuilds the flat groups of every child per record). The parser gives a scalar
+        string as its bytes, which is what a schema returns for it: no 0-d array made and undone."""
         groups = self._layout[1]
         if any(groups.get(name) != [("", name)] for name in self.features):
+            parse = single_example_parser(self.parse_spec())
             return lambda data: self._decode_parsed(parse(data))
+        parse = single_example_parser(self.parse_spec(), bytes_scalars=True)
         converting = []
         for name, feature in self.features.items():
             convert = _then(self._single_cast(name), feature.one_record_decoder(name))
@@ -324,12 +325,16 @@ class FeaturesDict(FeatureConnector):
         return decode
 
     def _single_cast(self, key: str) -> Callable[[Any], Any] | None:
-        """What :meth:`_reshaped` does to one record's parsed value at ``key`` (None: nothing)."""
+        """What :meth:`_reshaped` does to one record's parsed value at ``key`` (None: nothing); a
+        scalar string comes as its bytes (``bytes_scalars``), which is the value :meth:`_reshaped`
+        gives for a declared object dtype."""
         if self._kept_as_parsed[key]:
             return None
         info = self._layout[0][key]
-        if info.dtype.kind == "O" and info.shape == ():
-            return operator.itemgetter(())  # a 0-d object array -> its bytes, as tfds gives them
+        if info.shape == () and wire.kind_of_dtype(info.dtype) == wire.BYTES:
+            if info.dtype.kind == "O":
+                return None
+            return lambda value: self._reshaped({key: np.array(value, object)}, False)[key]
         return lambda value: self._reshaped({key: value}, False)[key]
 
     @functools.cached_property

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ...cache import BoundedCache
 from ...errors import DecodeError, SchemaError, WireError
 from .. import wire
 from ..columns import Column, columns_from_features, gather_columns
@@ -32,6 +33,7 @@ from .inputs import as_records, decode_error, record_names
 from .outputs import spec_output
 from .plan import Plan, Spec, plan_of
 from .single import one_record_decoder, parse_one
+from .specs import FixedLenFeature
 
 __all__ = ["parse_example", "parse_single_example", "single_example_parser"]
 
@@ -97,22 +99,45 @@ def parse_single_example(
         >>> tfrec.parse_single_example(data, {"tags": tfrec.VarLenFeature(tfrec.string)})["tags"].values
         array([b'a', b'b'], dtype=object)
     """
-    if features is None:
-        raise SchemaError("Invalid argument: features cannot be None.")
-    if not features:
-        raise SchemaError("Invalid argument: features cannot be empty.")
     if type(serialized) is bytes:  # the usual call: nothing to convert
-        plan = plan_of(features)
+        held = _PLANS.get(id(features))  # (a copy of the specs of an earlier call, their plan)
+        try:
+            # Specs compare by identity first: the usual call compares no spec's fields.
+            plan = held[1] if held is not None and features == held[0] else _plan_of_single(features)
+        except (TypeError, ValueError):  # a spec replaced by one holding an array: another spec
+            plan = _plan_of_single(features)
         parsed = parse_one(plan, serialized)  # the direct path; None leaves the record to the batch path
         return parsed if parsed is not None else _parse_by_batch(plan, [serialized])
     records, single = as_records(serialized)
     if not single:
         raise SchemaError("Input serialized must be a scalar")
-    plan = plan_of(features)
+    plan = _plan_of_single(features)
     parsed = parse_one(plan, records[0])
     if parsed is not None:
         return parsed
     return _parse_by_batch(plan, records)
+
+
+def _plan_of_single(features: Mapping[str, Spec]) -> Plan:
+    """The plan of ``features`` for one record, remembered for the next call with a copy of the specs
+    when none can change in place (all are hashable): comparing the copy with the specs of a call
+    costs less than :func:`plan_of`'s check, which also follows shapes given as lists."""
+    if features is None:
+        raise SchemaError("Invalid argument: features cannot be None.")
+    if not features:
+        raise SchemaError("Invalid argument: features cannot be empty.")
+    plan = plan_of(features)
+    try:
+        hash(tuple(features.values()))
+    except TypeError:
+        return plan
+    _PLANS.put(id(features), (dict(features), plan))
+    return plan
+
+
+# parse_single_example's plans by the id of the specs mapping, with a copy of the specs (compared
+# with the specs of a call: an id can be reused).
+_PLANS: BoundedCache[int, tuple[dict[str, Spec], Plan]] = BoundedCache(64)
 
 
 def _parse_by_batch(plan: Plan, records: Sequence[bytes]) -> dict[str, Any]:
@@ -126,9 +151,16 @@ def _parse_by_batch(plan: Plan, records: Sequence[bytes]) -> dict[str, Any]:
     return _build(plan, columns, None, False, records)
 
 
-def single_example_parser(features: Mapping[str, Spec]) -> Callable[[bytes], dict[str, Any]]:
+def single_example_parser(
+    features: Mapping[str, Spec], *, bytes_scalars: bool = False
+) -> Callable[[bytes], dict[str, Any]]:
     """``parse_single_example(data, features)`` as a function of ``data`` alone, for the many records
     of one spec: the spec is validated once, here (a copy is kept: later changes do not reach it).
+
+    Args:
+        features: the spec, as for :func:`parse_single_example`.
+        bytes_scalars: give the value of a FixedLenFeature of shape ``()`` and dtype string as
+            its ``bytes`` rather than a 0-d object array holding them (what a schema returns).
 
     Example:
         >>> parse = single_example_parser({"label": tfrec.FixedLenFeature([], tfrec.int64)})
@@ -139,12 +171,26 @@ def single_example_parser(features: Mapping[str, Spec]) -> Callable[[bytes], dic
         return lambda serialized: parse_single_example(serialized, features)
     features = dict(features)
     plan = plan_of(features)
-    direct = one_record_decoder(plan) or (lambda serialized: None)
+    direct = one_record_decoder(plan, bytes_scalars=bytes_scalars) or (lambda serialized: None)
+    scalars = [  # the keys whose batch-path value (a 0-d object array) is given as its bytes
+        key
+        for key, spec in plan.specs.items()
+        if bytes_scalars
+        and isinstance(spec, FixedLenFeature)
+        and tuple(spec.shape) == ()
+        and wire.kind_of_dtype(spec.dtype) == wire.BYTES
+    ]
 
     def parse(serialized: bytes) -> dict[str, Any]:
-        if type(serialized) is not bytes:
-            return parse_single_example(serialized, features)
-        parsed = direct(serialized)
-        return parsed if parsed is not None else _parse_by_batch(plan, [serialized])
+        if type(serialized) is bytes:
+            parsed = direct(serialized)
+            if parsed is not None:
+                return parsed
+            parsed = _parse_by_batch(plan, [serialized])
+        else:
+            parsed = parse_single_example(serialized, features)
+        for key in scalars:
+            parsed[key] = parsed[key][()]
+        return parsed
 
     return parse

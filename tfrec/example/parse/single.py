@@ -17,7 +17,10 @@ length, list tag and length, and for a list of one packed field, its tag and
 length) are the same from record to record whenever the entry's length is. The
 decoder remembers these *heads* per place of an entry in its record: one dict
 lookup by the head's bytes then stands for reading and checking up to six
-fields, and only a head never seen there is read field by field.
+fields, and only a head never seen there is read field by field. A whole layout
+(the keys in order, the lengths of their heads) seen twice is compiled into one
+straight-line function (:mod:`.single_layout`) that is tried first; on any
+surprise the walk reads the record.
 
 Example:
     >>> parse_one(plan_of({"label": FixedLenFeature([], int64)}), data)
@@ -30,11 +33,13 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import DecodeError as ProtobufDecodeError
 
 from ...cache import BoundedCache
 from ...errors import WireError
 from .. import wire
 from .plan import Plan
+from .single_layout import Entry, Layout, inline_expression, layout_decoder
 from .single_values import ListDecoder, list_decoder
 from .specs import FixedLenFeature, FixedLenSequenceFeature, raw_key
 
@@ -43,7 +48,7 @@ __all__ = ["one_record_decoder", "parse_one"]
 _FIELD_1, _FIELD_2 = wire.FIELD_1, wire.FIELD_2
 _read_varint = wire.read_varint
 
-_Decoder = Callable[[bytes], "dict[Any, np.ndarray] | None"]
+_Decoder = Callable[[bytes], "dict[Any, Any] | None"]
 # A slot: (its key in the plan, the tag of its list kind, its list decoder, its bit, whether the
 # decoder takes the payload of the list's one field rather than the list body).
 _Slot = tuple[Any, int, ListDecoder, int, bool]
@@ -52,25 +57,31 @@ _Slot = tuple[Any, int, ListDecoder, int, bool]
 _Head = tuple[int, Any, "ListDecoder | None", int]
 _HEADS = 64  # heads remembered per place (entry lengths vary): bounded
 _PLACES = 1024  # places remembered: a record of more entries is left to the batch path
+_LAYOUTS = 16  # layouts remembered per decoder (compiled when seen twice): bounded
 
 
 def parse_one(plan: Plan, data: bytes) -> dict[str, Any] | None:
     """``data`` parsed by ``plan`` as ``parse_single_example`` parses it, or None when the record is
     not in the usual form (a key missing, another kind, another count, another layout, malformed)."""
-    decode = _DECODERS[plan]
+    decode = _ARRAY_DECODERS[plan]
     return None if decode is None else decode(data)
 
 
-def one_record_decoder(plan: Plan) -> _Decoder | None:
+def one_record_decoder(plan: Plan, *, bytes_scalars: bool = False) -> _Decoder | None:
     """:func:`parse_one` of ``plan`` as a function of the record alone (None: every record of the
-    plan is left to the batch path), for callers that keep it: no lookup per record."""
-    return _DECODERS[plan]
+    plan is left to the batch path), for callers that keep it: no lookup per record.
+    ``bytes_scalars``: the value of a FixedLenFeature of shape ``()`` and dtype string is the
+    ``bytes`` itself rather than a 0-d object array holding it (what a schema gives)."""
+    return _DECODERS[plan, bytes_scalars]
 
 
-def _compile(plan: Plan) -> _Decoder | None:
-    """The one-record decoder of ``plan``, or None when it holds a spec left to the batch path."""
+def _compile(wanted: tuple[Plan, bool]) -> _Decoder | None:
+    """The one-record decoder of a plan (and form of bytes scalars, as :func:`one_record_decoder`
+    takes it), or None when the plan holds a spec left to the batch path."""
+    plan, bytes_scalars = wanted
     slots: dict[bytes, _Slot] = {}  # raw key -> its slot
-    absent: dict[Any, Callable[[], np.ndarray] | None] = {}  # each key's value when absent
+    absent: dict[Any, Callable[[], Any] | None] = {}  # each key's value when absent
+    entries: dict[Any, Entry] = {}  # each key's list decoder, and it as an expression (or None)
     for key, spec in plan.specs.items():  # the plan's order, which is the batch path's
         if not isinstance(spec, (FixedLenFeature, FixedLenSequenceFeature)):
             return None
@@ -80,9 +91,10 @@ def _compile(plan: Plan) -> _Decoder | None:
         kind = wire.kind_of_dtype(spec.dtype)
         shape = tuple(spec.shape)
         steps = isinstance(spec, FixedLenSequenceFeature)
-        decoder, payload = list_decoder(kind, shape, steps)
+        decoder, payload = list_decoder(kind, shape, steps, bytes_scalars)
         slots[raw] = (key, wire.KIND_TAG[kind], decoder, 1 << len(absent), payload)
-        absent[key] = _absent_value(spec, shape, steps)
+        entries[key] = (decoder, inline_expression(decoder, kind, shape, steps))
+        absent[key] = _absent_value(spec, shape, steps, bytes_scalars and kind == wire.BYTES)
     keys = list(absent)
     every = (1 << len(keys)) - 1
     # Per place of an entry in its record, in order: [the length of the heads last seen there, the
@@ -99,10 +111,11 @@ def _compile(plan: Plan) -> _Decoder | None:
         if place is places[-1] and len(places) < _PLACES:
             places.append([0, {}])
 
-    def walk(data: bytes) -> dict[Any, Any] | None:
+    def walk(data: bytes, layout: list[tuple[int, Any]]) -> dict[Any, Any] | None:
         """Each wanted key's output in the plan's order (``_ABSENT`` for a key not in the record);
         None for a layout other than writers', a wanted Feature empty or of another kind, or a
-        list its slot's decoder finds unusual (the batch path then decides)."""
+        list its slot's decoder finds unusual (the batch path then decides). The record's layout
+        is appended to ``layout``."""
         size = len(data)
         if data[0] != _FIELD_1:
             return None
@@ -123,6 +136,7 @@ def _compile(plan: Plan) -> _Decoder | None:
                 length, head = read
                 learn(place, data[pos : pos + length], head)
             entry_size, key, finish, bit = head
+            layout.append((length, key))
             if finish is not None:
                 value = finish(data, pos + length, pos + entry_size)
                 if value is None:
@@ -142,11 +156,41 @@ def _compile(plan: Plan) -> _Decoder | None:
                 out[key] = fill()
         return out
 
-    def decode(data: bytes) -> dict[Any, np.ndarray] | None:
+    # The straight-line decoder of the layout of the last record the walk read, if compiled; the
+    # layouts seen (compiled once seen twice: a layout seen once may never come back).
+    chosen: list[_Decoder | None] = [None]
+    layouts: dict[Layout, Any] = {}
+
+    def adopt(layout: Layout) -> None:
+        """Make ``layout`` (of a record the walk has read) the one tried first, compiled when it
+        comes back. Threads may race here: every decoder remembered is a true one."""
+        fast = layouts.get(layout, _ABSENT)  # one lookup: another thread may empty the dict
+        if fast is _ABSENT:
+            if len(layouts) >= _LAYOUTS:
+                layouts.clear()
+            layouts[layout] = None
+            return
+        if fast is None:
+            fast = layouts[layout] = layout_decoder(layout, places, entries, keys, absent)
+        chosen[0] = fast
+
+    def decode(data: bytes) -> dict[Any, Any] | None:
+        fast = chosen[0]
+        if fast is not None:
+            try:
+                out = fast(data)
+            except (WireError, IndexError, ValueError, ProtobufDecodeError):  # malformed: the walk decides
+                out = None
+            if out is not None:
+                return out
+        layout: list[tuple[int, Any]] = []
         try:
-            return walk(data)
+            out = walk(data, layout)
         except (WireError, IndexError, ValueError):  # malformed (or cut: numpy finds the buffer short)
             return None
+        if out is not None:
+            adopt(tuple(layout))
+        return out
 
     return decode
 
@@ -154,18 +198,28 @@ def _compile(plan: Plan) -> _Decoder | None:
 _ABSENT: Any = object()  # a key the record does not hold (None: one it holds in an unusual form)
 
 
-def _absent_value(spec: Any, shape: tuple[int, ...], steps: bool) -> Callable[[], np.ndarray] | None:
+def _absent_value(spec: Any, shape: tuple[int, ...], steps: bool, as_is: bool) -> Callable[[], Any] | None:
     """What the batch path gives for the spec's key absent from a record: a FixedLenFeature's default
-    (a fresh copy: outputs are the caller's), a FixedLenSequenceFeature's zero steps; None when the
-    key is required (an error to report)."""
+    (a fresh copy: outputs are the caller's; ``as_is``: a scalar bytes default as the bytes), a
+    FixedLenSequenceFeature's zero steps; None when the key is required (an error to report)."""
     if steps:
         return lambda: np.empty((0, *shape), spec.dtype)
     default = spec.default_value
-    return None if default is None else default.copy
+    if default is None:
+        return None
+    if as_is and shape == ():
+        value = default[()]  # bytes: immutable, so one object serves every record
+        return lambda: value
+    return default.copy
 
 
-# Compiled per plan; keyed by the plan object (plans are cached, so the same few come back).
-_DECODERS: BoundedCache[Plan, _Decoder | None] = BoundedCache(64, compute=_compile)
+# Compiled per plan and form of bytes scalars, keyed by the plan object (plans are cached, so the
+# same few come back).
+_DECODERS: BoundedCache[tuple[Plan, bool], _Decoder | None] = BoundedCache(64, compute=_compile)
+# parse_one's, by the plan alone: a lookup without a tuple to build and hash per record.
+_ARRAY_DECODERS: BoundedCache[Plan, _Decoder | None] = BoundedCache(
+    64, compute=lambda plan: _DECODERS[plan, False]
+)
 
 
 def _read_head(data: bytes, pos: int, size: int, slots: dict[bytes, _Slot]) -> tuple[int, _Head] | None:

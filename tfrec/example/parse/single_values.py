@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from google.protobuf.internal import api_implementation
@@ -24,14 +25,21 @@ from google.protobuf.message import DecodeError as ProtobufDecodeError
 from ...proto import feature_pb2
 from .. import wire
 
-__all__ = ["ListDecoder", "list_decoder"]
+__all__ = [
+    "C_PROTOBUF",
+    "FEW_VARINT_BYTES",
+    "ListDecoder",
+    "list_decoder",
+    "scalar_bytes",
+    "scalar_bytes_as_is",
+]
 
 _FIELD_1 = wire.FIELD_1
 _read_varint = wire.read_varint
 # Many varints: protobuf's C parser reads a list body (an Int64List message) faster than a Python
 # loop, up to about 1 KiB; beyond, numpy's vectorised decoder. Not with protobuf's pure Python.
-_C_PROTOBUF = api_implementation.Type() != "python"
-_FEW_VARINT_BYTES = 8
+C_PROTOBUF = api_implementation.Type() != "python"
+FEW_VARINT_BYTES = 8
 _PROTOBUF_VARINT_BYTES = 1024
 _INT64_WRAP = 1 << 64
 _INT64_MAX = (1 << 63) - 1
@@ -41,16 +49,22 @@ _FLOATS_AS_IS = sys.byteorder == "little"
 _F4, _FLOAT32, _INT64, _UINT64, _OBJECT = map(np.dtype, ("<f4", "float32", "int64", "uint64", "object"))
 _Int64List = feature_pb2.Int64List.FromString
 
-# (data, start, end of a list body or payload) -> the spec's array, or None when it is unusual.
-ListDecoder = Callable[[bytes, int, int], "np.ndarray | None"]
+# (data, start, end of a list body or payload) -> the spec's array (or a scalar's bytes, when asked
+# for), or None when it is unusual.
+ListDecoder = Callable[[bytes, int, int], Any]
 
 
-def list_decoder(kind: int, shape: tuple[int, ...], steps: bool) -> tuple[ListDecoder, bool]:
+def list_decoder(
+    kind: int, shape: tuple[int, ...], steps: bool, bytes_scalars: bool = False
+) -> tuple[ListDecoder, bool]:
     """The decoder of one spec's list: ``shape`` for a FixedLenFeature, ``(steps, *shape)`` for a
     FixedLenSequenceFeature (``steps`` > 0, as the batch path's usual form); and whether it takes
     the *payload* of the list's one field 1 (packed floats, one varint, one bytes value: the caller
-    has checked that the list body is that field alone) rather than the list body."""
+    has checked that the list body is that field alone) rather than the list body.
+    ``bytes_scalars``: a scalar bytes value comes back as the ``bytes`` themselves, not a 0-d array."""
     size = math.prod(shape)
+    if bytes_scalars and kind == wire.BYTES and shape == () and not steps:
+        return scalar_bytes_as_is, True
     if not steps and (kind == wire.FLOAT or size == 1):
         return _payload_decoder(kind, size, shape), True
     return _body_decoder(kind, size, shape, steps), False
@@ -59,7 +73,7 @@ def list_decoder(kind: int, shape: tuple[int, ...], steps: bool) -> tuple[ListDe
 def _payload_decoder(kind: int, size: int, shape: tuple[int, ...]) -> ListDecoder:
     if kind == wire.FLOAT:
         return _fixed_floats(size, shape)
-    scalar = _scalar_int if kind == wire.INT64 else _scalar_bytes
+    scalar = _scalar_int if kind == wire.INT64 else scalar_bytes
     return scalar if shape == () else _reshaping(scalar, shape)
 
 
@@ -119,7 +133,7 @@ def _fixed_ints(size: int, shape: tuple[int, ...]) -> ListDecoder:
         if data[start] != _FIELD_1:
             return None  # loose values
         length = data[start + 1]
-        if length < 0x80 and length > _FEW_VARINT_BYTES and _C_PROTOBUF:  # the usual list of tokens
+        if length < 0x80 and length > FEW_VARINT_BYTES and C_PROTOBUF:  # the usual list of tokens
             if start + 2 + length != end:
                 return None
             try:
@@ -128,7 +142,8 @@ def _fixed_ints(size: int, shape: tuple[int, ...]) -> ListDecoder:
                 return None
             if len(listed) != size:
                 return None
-            array: np.ndarray | None = np.fromiter(listed, _INT64, size)
+            # A slice of the container is a list of its ints: numpy reads a list faster.
+            array: np.ndarray | None = np.fromiter(listed[:], _INT64, size)
         else:
             array = _ints(data, start, end)
             if array is None or len(array) != size:
@@ -153,9 +168,14 @@ def _scalar_int(data: bytes, start: int, end: int) -> np.ndarray | None:
     return np.array(value, _INT64)
 
 
-def _scalar_bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
+def scalar_bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
     """One bytes value (a payload) as a 0-d object array."""
     return np.array(data[start:end], _OBJECT)  # bytes are a scalar to numpy: a 0-d array holding them
+
+
+def scalar_bytes_as_is(data: bytes, start: int, end: int) -> bytes:
+    """One bytes value (a payload) as the bytes themselves (what a schema gives for a scalar string)."""
+    return data[start:end]
 
 
 def _bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
@@ -191,7 +211,7 @@ def _ints(data: bytes, start: int, end: int) -> np.ndarray | None:
     length, pos = _read_varint(data, start + 1)
     if pos + length != end:
         return None
-    if length > _FEW_VARINT_BYTES and _C_PROTOBUF:
+    if length > FEW_VARINT_BYTES and C_PROTOBUF:
         if length > _PROTOBUF_VARINT_BYTES:
             return wire.decode_varints(data, pos, end).view(_INT64)
         try:
