@@ -133,11 +133,11 @@ def _column_parts(column: Column, count: int) -> list[_Part]:
         size = int(lengths[0]) if count else 0
         if count and size <= _BLOCK_BYTES and (lengths == size).all():  # short, of one length (ids...)
             block = np.frombuffer(b"".join(values), np.uint8).reshape(count, size)
-            return [packed_head(column.key, kind, size), block]
+            return [_packed_head(column.key, kind, size), block]
         return [_heads(column.key, kind, lengths), (values, lengths)]
     if kind == wire.FLOAT:
         block = np.ascontiguousarray(values, "<f4").reshape(count, -1).view(np.uint8)
-        return [packed_head(column.key, kind, block.shape[1]), block]
+        return [_packed_head(column.key, kind, block.shape[1]), block]
     if kind == wire.INT64:
         array = np.asarray(values).reshape(count, -1)
         if array.shape[1] == 1 and count:
@@ -149,7 +149,7 @@ def _column_parts(column: Column, count: int) -> list[_Part]:
         lengths = each.reshape(count, width).sum(1) if width else np.zeros(count, np.int64)
         if not count or (lengths == lengths[0]).all():  # every record's varints take the same bytes
             size = int(lengths[0]) if count else 0
-            return [packed_head(column.key, kind, size), data.reshape(count, size)]
+            return [_packed_head(column.key, kind, size), data.reshape(count, size)]
         return [_heads(column.key, kind, lengths), (split(data.tobytes(), lengths), lengths)]
     raise ValueError(f"column {column.key!r}: no batched encoding for kind {kind}")
 
@@ -188,8 +188,8 @@ def _heads(key: bytes, kind: int, sizes: np.ndarray) -> _Part:
     heads take the same bytes (sizes that do not cross a varint's length); else one piece each."""
     low = int(sizes.min()) if sizes.size else 0
     if not sizes.size or (sizes == low).all():
-        return packed_head(key, kind, low)
-    return _table_part(functools.partial(packed_head, key, kind), sizes)
+        return _packed_head(key, kind, low)
+    return _table_part(functools.partial(_packed_head, key, kind), sizes)
 
 
 def _table_part(head: Callable[[int], bytes], sizes: np.ndarray) -> _Part:
@@ -335,6 +335,9 @@ def _outer_head(size: int) -> bytes:
 
 
 _FIELD_1 = bytes((wire.FIELD_1,))
+
+# The heads of a writer's columns repeat a few keys, kinds and sizes from batch to batch.
+_packed_head = functools.lru_cache(maxsize=4096)(packed_head)
 
 
 def _merged(parts: list[_Part], count: int) -> list[_Part]:
