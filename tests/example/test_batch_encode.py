@@ -215,3 +215,46 @@ def test_samples_encode_as_each_alone(data: st.DataObject, rows: int, keys: list
                 encode_examples(samples)
             return
     assert encode_examples(samples) == expected
+
+
+def _bytes_column(key: bytes, sizes: list[int]) -> Column:
+    return Column(
+        key, wire.BYTES, [bytes(range(size % 256)) * (size // 256) + bytes(size % 256) for size in sizes]
+    )
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        _bytes_column(b"b", [3, 3, 3]),  # short, one length: rows of a block
+        _bytes_column(b"b", [300, 300]),  # one length, long: pieces
+        _bytes_column(b"b", [1, 3, 2, 3]),  # heads of one length, sizes near each other: a table
+        _bytes_column(b"b", [0, 100]),  # heads of one length, sizes far apart: found by sorting
+        _bytes_column(b"b", [1, 200, 20_000, 5]),  # heads of several lengths: pieces
+        Column(b"i", wire.INT64, np.array([[5], [7], [127]])),  # one byte each: a block
+        Column(b"i", wire.INT64, np.array([[128], [16_383], [300]])),  # two bytes each: a block
+        Column(b"i", wire.INT64, np.array([[1], [16_383], [0], [128]])),  # one or two: looked up
+        Column(b"i", wire.INT64, np.array([[1], [16_384], [-1], [2**63 - 1]])),  # computed
+        Column(b"i", wire.INT64, np.array([[1, 128], [16_384, 0], [-(2**63), 2]])),
+        Column(b"f", wire.FLOAT, np.array([[np.nan, -0.0], [np.inf, 1e-45]], np.float32)),
+    ],
+)
+@pytest.mark.parametrize("rows_before", [0, 1])
+def test_every_part_layout_encodes_as_each_record_alone(column: Column, rows_before: int) -> None:
+    """Each way a column's parts are laid out (block, table, pieces), beside a column whose records
+    differ in length (their own heads then differ too), joined alone and into frames."""
+    count = len(column.values)
+    other = _bytes_column(b"o", [rows_before * 150 * i for i in range(count)])
+    columns = [other, column]
+    expected = []
+    for row in range(count):
+        parts: list[bytes] = []
+        append_entry(parts, b"o", wire.BYTES, [other.values[row]])
+        values = [column.values[row]] if column.kind == wire.BYTES else column.values[row]
+        append_entry(parts, column.key, column.kind, values)
+        expected.append(join_entries(parts))
+    assert encode_columns(columns, count) == expected
+    parts = RecordParts(columns, count)
+    assert parts.lengths.tolist() == [len(record) for record in expected]
+    framed = [marks(np.array([len(r)])).tobytes() + r + bytes(2) for r in expected]
+    assert bytes(parts.joined(marks, 2)) == b"".join(framed)

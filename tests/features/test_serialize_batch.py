@@ -38,6 +38,20 @@ def test_batch_bytes_equal_serialize_example(data: st.DataObject, spec: tuple[An
     assert_batch_like_each(features, loose)
 
 
+@SETTINGS
+@given(data=st.data(), spec=SCHEMAS, size=st.integers(0, 12))
+def test_frames_are_the_frames_of_serialize_example(
+    data: st.DataObject, spec: tuple[Any, ...], size: int
+) -> None:
+    """Every connector and dtype: the frames writers write hold serialize_example's bytes."""
+    features = build(spec)
+    batch = [data.draw(values(spec), label=f"value {i}")[0] for i in range(size)]
+    expected = [features.serialize_example(value) for value in batch]
+    frames = features.serialize_frames(batch)
+    assert frames.data == frame_records(expected).data
+    assert frames.lengths.tolist() == [len(record) for record in expected]
+
+
 def test_common_values_in_one_batch() -> None:
     batch = COMMON_VALUES * 3
     assert BENCH_LIKE.serialize_batch(batch) == [BENCH_LIKE.serialize_example(value) for value in batch]
@@ -143,7 +157,7 @@ def test_frames_hold_the_records_of_serialize_batch() -> None:
 
 
 @pytest.mark.parametrize("image_bytes", [0, 900, 5000])
-def test_frames_of_large_records_are_joined_in_place_with_the_same_bytes(image_bytes: int) -> None:
+def test_frames_of_large_records_hold_the_same_bytes(image_bytes: int) -> None:
     batch = workload(120, seed=3)
     rng = np.random.default_rng(image_bytes)
     for i, sample in enumerate(batch):  # around the size from which records are joined into frames

@@ -95,3 +95,18 @@ def test_write_frames_of_a_sealed_buffer_to_gzip_members(tmp_path, compression: 
     assert list(tfrec.read_records(tmp_path / "a", compression)) == records
     if compression:
         assert writer.gzip_members is not None and len(writer.gzip_members) > 5
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.one_of(st.binary(max_size=40), st.builds(bytes, st.integers(900, 5000))), max_size=300),
+    st.sampled_from([None, "gzip", "zlib"]),
+)
+def test_write_many_writes_what_write_writes(records: list[bytes], compression: str | None) -> None:
+    """Batches of small records (framed together) and of large ones (framed one by one) alike."""
+    many = io.BytesIO()
+    with tfrec.RecordWriter(many, compression=compression) as writer:
+        assert writer.write_many(records) == len(records)
+    assert list(tfrec.read_records(io.BytesIO(many.getvalue()), compression=compression)) == records
+    if compression is None:
+        assert many.getvalue() == written_one_by_one(records)

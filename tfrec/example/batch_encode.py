@@ -21,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import itertools
 import operator
 import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -131,31 +130,90 @@ def _column_parts(column: Column, count: int) -> list[_Part]:
         values = values if isinstance(values, list) else list(values)
         if kind == RAW:
             return [(values, lengths)]
-        return [*_heads(column.key, kind, lengths), (values, lengths)]
+        size = int(lengths[0]) if count else 0
+        if count and size <= _BLOCK_BYTES and (lengths == size).all():  # short, of one length (ids...)
+            block = np.frombuffer(b"".join(values), np.uint8).reshape(count, size)
+            return [_packed_head(column.key, kind, size), block]
+        return [_heads(column.key, kind, lengths), (values, lengths)]
     if kind == wire.FLOAT:
         block = np.ascontiguousarray(values, "<f4").reshape(count, -1).view(np.uint8)
-        return [packed_head(column.key, kind, block.shape[1]), block]
+        return [_packed_head(column.key, kind, block.shape[1]), block]
     if kind == wire.INT64:
         array = np.asarray(values).reshape(count, -1)
+        if array.shape[1] == 1 and count:
+            small = _small_varints(array[:, 0])
+            if small is not None:  # one int per record, of one or two bytes: looked up, not computed
+                return [_heads(column.key, kind, small[1]), small[0]]
         data, each = varint_array(array)
         width = array.shape[1]
         lengths = each.reshape(count, width).sum(1) if width else np.zeros(count, np.int64)
         if not count or (lengths == lengths[0]).all():  # every record's varints take the same bytes
             size = int(lengths[0]) if count else 0
-            return [packed_head(column.key, kind, size), data.reshape(count, size)]
-        return [*_heads(column.key, kind, lengths), (split(data.tobytes(), lengths), lengths)]
+            return [_packed_head(column.key, kind, size), data.reshape(count, size)]
+        return [_heads(column.key, kind, lengths), (split(data.tobytes(), lengths), lengths)]
     raise ValueError(f"column {column.key!r}: no batched encoding for kind {kind}")
 
 
-def _heads(key: bytes, kind: int, sizes: np.ndarray) -> list[_Part]:
-    """The map entry heads before values of ``sizes`` bytes: one constant, or one piece per record."""
-    if not sizes.size or (sizes == sizes[0]).all():
-        return [packed_head(key, kind, int(sizes[0]) if sizes.size else 0)]
-    low = int(sizes.min())
-    found = np.bincount(sizes - low).tolist()  # a table by size, without sorting the sizes
-    table = [packed_head(key, kind, low + size) if n else b"" for size, n in enumerate(found)]
-    heads = operator.itemgetter(*(sizes - low).tolist())(table)  # sizes differ: more than one record
-    return [(heads, np.array(list(map(len, table)), np.int64)[sizes - low])]
+_BLOCK_BYTES = 64  # bytes values up to this long, all of one length, are rows of a block, not pieces
+
+
+def _small_varints(values: np.ndarray) -> tuple[_Part, np.ndarray] | None:
+    """The varints of ``values`` (int64) when all take one or two bytes, and their lengths: a block
+    when all take one, else one piece per record from a table; None when some take more."""
+    low, high = int(values.min()), int(values.max())
+    if low < 0 or high >= 1 << 14:
+        return None
+    if high < 0x80:
+        return values.astype(np.uint8)[:, None], np.ones(len(values), np.int64)
+    lengths = 1 + (values >= 0x80)
+    if low >= 0x80:  # two bytes each: a block of rows, computed
+        rows = np.empty((len(values), 2), np.uint8)
+        rows[:, 0] = values & 0x7F | 0x80
+        rows[:, 1] = values >> 7
+        return rows, lengths
+    if len(values) == 1:
+        return ((_varint_table()[high],), lengths), lengths
+    pieces = operator.itemgetter(*values.tolist())(_varint_table())
+    return (pieces, lengths), lengths
+
+
+@functools.cache
+def _varint_table() -> list[bytes]:
+    """The varint of every int of one or two bytes (below 2**14), made on first use."""
+    return [varint(value) for value in range(1 << 14)]
+
+
+def _heads(key: bytes, kind: int, sizes: np.ndarray) -> _Part:
+    """The map entry heads before values of ``sizes`` bytes: one constant; rows of a block when all
+    heads take the same bytes (sizes that do not cross a varint's length); else one piece each."""
+    low = int(sizes.min()) if sizes.size else 0
+    if not sizes.size or (sizes == low).all():
+        return _packed_head(key, kind, low)
+    return _table_part(functools.partial(_packed_head, key, kind), sizes)
+
+
+def _table_part(head: Callable[[int], bytes], sizes: np.ndarray) -> _Part:
+    """``head(size)`` for each of ``sizes`` (which differ): a block when all have one length, else
+    pieces. Each distinct size is made once."""
+    low, high = int(sizes.min()), int(sizes.max())
+    if high - low < 4 * len(sizes):  # a table by size, without sorting the sizes
+        found = np.flatnonzero(np.bincount(sizes - low)) + low
+        index = sizes - low
+        table = [head(size) for size in found.tolist()]
+        if len(set(map(len, table))) == 1:
+            rows = np.zeros((high - low + 1, len(table[0])), np.uint8)
+            rows[found - low] = np.frombuffer(b"".join(table), np.uint8).reshape(len(table), -1)
+            return rows[index]
+        full = [b""] * (high - low + 1)
+        for size, made in zip(found.tolist(), table, strict=True):
+            full[size - low] = made
+    else:
+        distinct, index = np.unique(sizes, return_inverse=True)
+        full = [head(size) for size in distinct.tolist()]
+        if len(set(map(len, full))) == 1:
+            return np.frombuffer(b"".join(full), np.uint8).reshape(len(full), -1)[index]
+    heads = operator.itemgetter(*index.tolist())(full)  # sizes differ: more than one record
+    return (heads, np.array(list(map(len, full)), np.int64)[index])
 
 
 def split(data: bytes, lengths: np.ndarray) -> tuple[bytes, ...]:
@@ -241,7 +299,7 @@ class RecordParts:
         if not self.count:
             return bytearray()
         bounded = _merged([before(self.lengths), *self._parts, bytes(after)], self.count)
-        return bytearray().join(itertools.chain.from_iterable(_pieces(bounded, self.count)))
+        return bytearray().join(_interleaved(bounded, self.count))
 
 
 def _record_parts(columns: Sequence[Column], count: int) -> tuple[list[_Part], np.ndarray]:
@@ -253,7 +311,7 @@ def _record_parts(columns: Sequence[Column], count: int) -> tuple[list[_Part], n
     for part in parts:
         body += _part_lengths(part)
     heads = 1 + varint_lengths(body)
-    return [_outer_heads(body, heads), *parts], body + heads
+    return [_outer_heads(body), *parts], body + heads
 
 
 def _part_lengths(part: _Part) -> np.ndarray | int:
@@ -264,20 +322,22 @@ def _part_lengths(part: _Part) -> np.ndarray | int:
     return part[1]
 
 
-def _outer_heads(body: np.ndarray, lengths: np.ndarray) -> _Part:
-    """Each record's own head (of ``lengths`` bytes): the tag of its ``features`` field and the
-    length of its entries, ``body``."""
+def _outer_heads(body: np.ndarray) -> _Part:
+    """Each record's own head: the tag of its ``features`` field and the length of its entries,
+    ``body``."""
     if (body == body[0]).all():
-        return _FIELD_1 + varint(int(body[0]))
-    if int(body.max()) < len(_OUTER):
-        heads = operator.itemgetter(*body.tolist())(_OUTER)  # bodies differ: more than one record
-    else:
-        heads = [_FIELD_1 + varint(size) for size in body.tolist()]
-    return (heads, lengths)
+        return _outer_head(int(body[0]))
+    return _table_part(_outer_head, body)
+
+
+def _outer_head(size: int) -> bytes:
+    return _FIELD_1 + varint(size)
 
 
 _FIELD_1 = bytes((wire.FIELD_1,))
-_OUTER = [_FIELD_1 + varint(size) for size in range(1 << 14)]  # heads of records below 16 KiB
+
+# The heads of a writer's columns repeat a few keys, kinds and sizes from batch to batch.
+_packed_head = functools.lru_cache(maxsize=4096)(packed_head)
 
 
 def _merged(parts: list[_Part], count: int) -> list[_Part]:
@@ -331,15 +391,27 @@ def _join(parts: list[_Part], count: int) -> list[bytes]:
 
 def _pieces(parts: list[_Part], count: int) -> Iterator[tuple[bytes, ...]]:
     """Each record's piece of every part, in order: a tuple per record."""
-    columns: list[Any] = []
-    for part in parts:
-        if isinstance(part, bytes):
-            columns.append(itertools.repeat(part, count))
-        elif isinstance(part, np.ndarray):
-            columns.append(_rows(part))
-        else:
-            columns.append(part[0])
-    return itertools.islice(zip(*columns, strict=False), count)  # constants repeat without end
+    columns = [_column_of(part, count) for part in parts]
+    return zip(*columns, strict=True)
+
+
+def _interleaved(parts: list[_Part], count: int) -> list[bytes]:
+    """Every record's piece of every part, record after record, in one list (filled a part at a
+    time by slice assignments: no tuple per record)."""
+    width = len(parts)
+    out = [b""] * (width * count)
+    for at, part in enumerate(parts):
+        out[at::width] = _column_of(part, count)
+    return out
+
+
+def _column_of(part: _Part, count: int) -> Sequence[bytes]:
+    """The piece of ``part`` of each record."""
+    if isinstance(part, bytes):
+        return [part] * count
+    if isinstance(part, np.ndarray):
+        return _rows(part)
+    return part[0]
 
 
 def _rows(block: np.ndarray) -> tuple[bytes, ...]:

@@ -33,8 +33,7 @@ from ..errors import MissingFeatureError
 from ..example import wire
 from ..example.batch_encode import RAW, Column, RecordParts, encode_columns
 from ..example.codec import PackedHeads, append_entry, encode_varints, join_entries, varint
-from ..record.frame import FOOTER
-from ..record.framing_batch import Frames, frame_heads, frame_records, seal_frames
+from ..record.framing_batch import Frames, frame_records
 from .base import FeatureConnector, check_keys
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
@@ -53,9 +52,6 @@ Encoder = Callable[[Any, list[bytes]], None]  # (value, parts): append the value
 _MASK64 = (1 << 64) - 1  # an int64 is stored as the varint of its two's complement bits
 _F4 = np.dtype("<f4")
 _pack_f4, _unpack_f4 = struct.Struct("<f").pack, struct.Struct("<f").unpack
-# Records at least this long on average are joined into their frames at once (seal_frames): below it,
-# the view each record's CRC reads costs more than the copy it saves.
-_JOINED_FROM = 1024
 
 
 def stored_values(value: Any, kind: int) -> Any:
@@ -389,11 +385,10 @@ def compile_frame_encoder(
     def serialize_frames(values: Iterable[Any]) -> Frames:
         rows = values if isinstance(values, list) else list(values)
         parts = RecordParts(columnize(rows), len(rows))
-        if parts.count and int(parts.lengths.sum()) >= _JOINED_FROM * parts.count:
-            # Large records are joined straight into their frames (a header before each, room for
-            # the footer after): an image is copied once, not twice, and its CRC read where it lies.
-            return seal_frames(parts.joined(frame_heads, FOOTER), parts.lengths)
-        return frame_records(parts.records(), parts.lengths)  # small ones: a CRC call on each is cheaper
+        # Each record joined alone, then framed: its CRC is taken of its bytes as they are (a CRC
+        # of each record read where it lies in one buffer of frames costs a numpy slice per record,
+        # which costs more than the second copy of its bytes, even for records of 4 KiB).
+        return frame_records(parts.records(), parts.lengths)
 
     return serialize_frames
 
@@ -504,13 +499,15 @@ _dtype_of, _shape_of, _ndim_of = (operator.attrgetter(name) for name in ("dtype"
 def _stacked(values: list[np.ndarray], dtype: np.dtype, shape: tuple[int | None, ...]) -> np.ndarray | None:
     """Arrays all of ``dtype`` and ``shape`` as the rows of one array (one row per array, flat);
     None when one is not."""
-    one = len(set(map(id, map(_dtype_of, values)))) == 1  # one dtype object, usually: no hashing
-    if not (one and values[0].dtype == dtype) and set(map(_dtype_of, values)) != {dtype}:
+    # list.count compares by identity first: one dtype object (and small ints) need no hashing.
+    count = len(values)
+    if list(map(_dtype_of, values)).count(dtype) != count:
         return None
     if len(shape) == 1:  # 1-D arrays of that length (cheaper to check than shapes, made on each access)
-        if set(map(_ndim_of, values)) != {1} or set(map(len, values)) != {shape[0]}:
+        sizes: list[int | None] = list(map(len, values))
+        if list(map(_ndim_of, values)).count(1) != count or sizes.count(shape[0]) != count:
             return None
-    elif set(map(_shape_of, values)) != {shape}:
+    elif list(map(_shape_of, values)).count(shape) != count:
         return None
     try:
         joined = b"".join(cast(list[bytes], values))  # their bytes, in C order: one copy, no call per array
@@ -545,12 +542,15 @@ def _bytes_column(key: bytes, values: list[Any]) -> Column | None:
     types = set(map(type, values))
     if types == {bytes}:
         return Column(key, wire.BYTES, values)
-    if types == {str}:
-        try:
-            return Column(key, wire.BYTES, list(map(str.encode, values)))  # UTF-8
-        except UnicodeEncodeError:
-            return None
-    return None
+    return _utf8_column(key, values) if types == {str} else None
+
+
+def _utf8_column(key: bytes, values: list[str]) -> Column | None:
+    """str values as UTF-8; None when one cannot be (the per-record path words the error)."""
+    try:
+        return Column(key, wire.BYTES, list(map(str.encode, values)))
+    except UnicodeEncodeError:
+        return None
 
 
 def _label_column(label: ClassLabel, key: bytes) -> Callable[[list[Any]], Column | None]:
@@ -580,13 +580,14 @@ def _text_column(key: bytes) -> Callable[[list[Any]], Column | None]:
     def column(values: list[Any]) -> Column | None:
         if not values:
             return None
-        if set(map(type, values)) == {bytes}:
+        types = set(map(type, values))
+        if types == {bytes}:
             try:
                 for v in values:
                     v.decode("utf-8")  # checked, stored as given
             except UnicodeDecodeError:
                 return None
             return Column(key, wire.BYTES, values)
-        return _bytes_column(key, values)
+        return _utf8_column(key, values) if types == {str} else None
 
     return column

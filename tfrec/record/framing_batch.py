@@ -134,9 +134,12 @@ def frame_records(records: Sequence[bytes], lengths: np.ndarray | None = None) -
     glue[1:, :FOOTER] = crcs.astype("<u4").view(np.uint8).reshape(-1, FOOTER)
     glue[:-1, FOOTER:] = frame_heads(lengths)
     flat = glue.tobytes()
-    between = _glue_format(count - 1).unpack_from(flat, FRAMING)
-    pieces = itertools.chain.from_iterable(zip(records, (*between, flat[-FRAMING:-HEADER]), strict=True))
-    return Frames(b"".join(itertools.chain((flat[FOOTER:FRAMING],), pieces)), lengths)
+    # Header, record, glue, record, ..., footer: filled by two slice assignments, joined once.
+    pieces: list[bytes] = [b""] * (2 * count + 1)
+    pieces[1::2] = records
+    pieces[2:-1:2] = _glue_format(count - 1).unpack_from(flat, FRAMING)
+    pieces[0], pieces[-1] = flat[FOOTER:FRAMING], flat[-FRAMING:-HEADER]
+    return Frames(b"".join(pieces), lengths)
 
 
 def seal_frames(buffer: bytearray, lengths: np.ndarray) -> Frames:

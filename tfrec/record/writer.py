@@ -34,7 +34,7 @@ from . import frame
 from .compression import GzipMembersWriter, check_level, open_compressed, resolve_compression
 from .crc import crc_function, mask, mask_array
 from .files import exists, local_file, move_file, open_new, remove_file
-from .framing_batch import Frames
+from .framing_batch import Frames, frame_records
 
 __all__ = ["RecordWriter", "temporary_path", "write_records"]
 
@@ -43,6 +43,8 @@ _FLUSH_BYTES = 1 << 20  # hand frames to the stream in ~1 MiB writes
 _BATCH = 4096  # most records framed together by write_many
 _FIRST_BATCH = 64  # the first batch, before the record size is known
 _DIRECT_PART = 4096  # parts this large on average are written one by one, not joined first
+_FRAMED_BELOW = 1024  # records shorter on average are framed together (measured: ~10% faster for
+# 40-byte records, ~7% slower for 4 KiB ones, whose headers cost little beside their bytes)
 
 _header, _pack_crc, _FRAMING = frame.header, frame.pack_crc, frame.HEADER + frame.FOOTER
 
@@ -239,12 +241,16 @@ class RecordWriter:
                 ]
             size = len(batch)
             lengths = list(map(len, batch))
-            crcs = mask_array(np.fromiter(map(self._crc, batch), np.uint32, size))
-            footers = struct.Struct("4s" * size).unpack(crcs.astype("<u4").tobytes())
-            # Frames are assembled by C loops only: header, data, footer for every record.
-            headers = map(frame.header, lengths)
-            self._pending += itertools.chain.from_iterable(zip(headers, batch, footers, strict=True))
             batch_bytes = sum(lengths) + (frame.HEADER + frame.FOOTER) * size
+            if self._members is None and batch_bytes < _FRAMED_BELOW * size:
+                # Small records: the batch's frames in one buffer, headers and footers made in numpy
+                # (a writer of gzip members ends them between frames: it takes them one by one).
+                self._pending.append(frame_records(batch, np.array(lengths, np.int64)).data)
+            else:  # header, data, footer of every record, joined when drained (by C loops only)
+                crcs = mask_array(np.fromiter(map(self._crc, batch), np.uint32, size))
+                footers = struct.Struct("4s" * size).unpack(crcs.astype("<u4").tobytes())
+                headers = map(frame.header, lengths)
+                self._pending += itertools.chain.from_iterable(zip(headers, batch, footers, strict=True))
             self._pending_bytes += batch_bytes
             count += size
             if self._pending_bytes >= _FLUSH_BYTES:
