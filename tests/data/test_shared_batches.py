@@ -310,3 +310,51 @@ def test_any_array_round_trips(array: np.ndarray, layout: str | None) -> None:
 
 def test_the_module_names_every_segment_it_can_make() -> None:
     assert shared_batches.segment_name("0a1b2c3d", 12, 2) == "tfrec_shm_0a1b2c3d_12_2"
+
+
+def test_columns_decoded_into_the_slot_are_located_not_copied(pool: tuple[SlotWriter, SlotReader]) -> None:
+    from tfrec.allocator import use_arena
+
+    writer, reader = pool
+    spec = {
+        "image": tfrec.FixedLenFeature([], tfrec.string),
+        "emb": tfrec.FixedLenFeature([64], tfrec.float32),
+    }
+    rng = np.random.default_rng(0)
+    samples = [{"image": rng.bytes(3000), "emb": rng.random(64, np.float32)} for _ in range(512)]
+    records = [tfrec.encode_example(sample) for sample in samples]
+    expected = tfrec.parse_example(records, spec)
+    writer.pack([expected], 0)  # the slot exists once a pull has gone through it
+    arena = writer.arena(0)
+    assert arena is not None
+    with use_arena(arena):
+        batch = tfrec.parse_example(records, spec)
+    used = arena.used
+    header, inband = writer.pack([batch], 0, arena)
+    assert header is not None
+    spans = header[2]
+    assert all(offset + size <= used for offset, size in spans)  # nothing copied after the decoded columns
+    assert len(inband) < 8 * 1024  # the values' lengths, no values
+    del batch, arena
+    (got,) = reader.unpack(0, header, inband)
+    assert same(got, expected)
+
+
+def test_a_pull_that_does_not_fit_beside_its_decoded_columns_goes_to_a_larger_slot(
+    pool: tuple[SlotWriter, SlotReader],
+) -> None:
+    from tfrec.allocator import use_arena
+
+    writer, reader = pool
+    spec = {"emb": tfrec.FixedLenFeature([64], tfrec.float32)}
+    records = [tfrec.encode_example({"emb": np.full(64, i, np.float32)}) for i in range(1024)]
+    writer.pack([np.zeros(OUT_OF_BAND, np.uint8)], 0)
+    arena = writer.arena(0)
+    assert arena is not None
+    with use_arena(arena):
+        batch = tfrec.parse_example(records, spec)
+    extra = np.arange(writer.segments[0].size // 8, dtype=np.int64)  # type: ignore[union-attr]
+    header, inband = writer.pack([batch, extra], 0, arena)
+    del batch, arena
+    got = reader.unpack(0, header, inband)
+    assert same(got[0], tfrec.parse_example(records, spec)) and same(got[1], extra)

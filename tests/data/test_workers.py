@@ -433,3 +433,20 @@ def test_persistent_workers_serve_the_next_iterators_exactly_as_new_ones_would(t
     del kept, pool
     gc.collect()
     assert gone(name)
+
+
+def test_batches_decoded_straight_into_reused_slots_are_those_of_one_process(wide: Path) -> None:
+    # From a slot's second pull on, the batch is decoded into the slot (floats and blobs of one
+    # length): every epoch of kept processes must still give one process's batches, byte for byte.
+    def epochs(workers: int) -> list[list[dict[str, Any]]]:
+        ds = TFRecordDataset(wide, spec=WIDE_SPEC, num_workers=workers, seed=3, shuffle_files=True,
+                             cycle_length=2, persistent_workers=workers > 0)  # fmt: skip
+        ds = ds.shuffle(100).batch(256)
+        return [list(ds) for _ in range(3)]
+
+    for one, through in zip(epochs(0), epochs(1), strict=True):
+        assert len(one) == len(through) == 11
+        for a, b in zip(one, through, strict=True):
+            for key in a:
+                assert a[key].dtype == b[key].dtype and a[key].tolist() == b[key].tolist(), key
+    assert no_children()

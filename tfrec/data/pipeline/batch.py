@@ -12,12 +12,13 @@ Example:
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ...allocator import Arena, use_arena
 from ...errors import TfrecError
 from ...example import RaggedArray, SparseArray
 from .decode import Decoder
@@ -36,7 +37,9 @@ class BatchOp(Op):
         self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
     ) -> Stage:
         decoder = ctx.recipe.decoder if ctx.raw_inputs[position] else None
-        return _BatchStage(self, upstream(epoch, up_state(state)), decoder, state, ctx.journal)
+        # Only the last op's batch is handed out by the pull that decoded it, into the pull's arena.
+        arena = ctx.arena if position == len(ctx.recipe.ops) - 1 else None
+        return _BatchStage(self, upstream(epoch, up_state(state)), decoder, state, ctx.journal, arena)
 
     def check(
         self, upstream: UpstreamCheck, ctx: Context, position: int, epoch: tuple[int, ...], field: StateField
@@ -57,8 +60,16 @@ class _BatchStage:
     """Elements wait in the lists the step before handed out (never changed), so that a reading
     process's state after every pull holds those lists instead of a copy of their elements."""
 
-    def __init__(self, op: BatchOp, up: Stage, decoder: Decoder | None, state: Any, journal: bool) -> None:
-        self.op, self.up, self.decoder, self.journal = op, up, decoder, journal
+    def __init__(
+        self,
+        op: BatchOp,
+        up: Stage,
+        decoder: Decoder | None,
+        state: Any,
+        journal: bool,
+        arena: Callable[[], Arena | None] | None = None,
+    ) -> None:
+        self.op, self.up, self.decoder, self.journal, self.arena = op, up, decoder, journal, arena
         pending = list(state["pending"]) if state is not None else []
         self.chunks: collections.deque[list[Any]] = collections.deque([pending] if pending else [])
         self.offset = 0  # into the first chunk
@@ -109,7 +120,8 @@ class _BatchStage:
     def _batch(self, items: list[Any]) -> Any:
         pad = self.op.pad
         if self.decoder is not None:
-            batch = self.decoder.decode_batch(items)
+            with use_arena(self.arena() if self.arena is not None else None):
+                batch = self.decoder.decode_batch(items)
             return pad_batch(batch, pad) if pad is not False else batch
         if items and isinstance(items[0], (bytes, bytearray)):
             return list(items)  # raw records without a decoder: a list of bytes
