@@ -25,7 +25,14 @@ import numpy as np
 
 from ...proto import feature_pb2
 from .. import wire
-from .single_values import C_PROTOBUF, FEW_VARINT_BYTES, ListDecoder, scalar_bytes, scalar_bytes_as_is
+from .single_values import (
+    C_PROTOBUF,
+    FEW_VARINT_BYTES,
+    ListDecoder,
+    scalar_bytes,
+    scalar_bytes_as_is,
+    scalar_object,
+)
 
 __all__ = ["Entry", "Layout", "inline_expression", "layout_decoder"]
 
@@ -47,7 +54,7 @@ def inline_expression(decoder: ListDecoder, kind: int, shape: tuple[int, ...], s
     if decoder is scalar_bytes_as_is:
         return "data[start:pos]"
     if decoder is scalar_bytes:
-        return "array(data[start:pos], OBJECT)"
+        return "scalar_object(data[start:pos])"
     size = 1
     for dim in shape:
         size *= dim
@@ -91,11 +98,11 @@ def layout_decoder(
     index = {key: n for n, key in enumerate(keys)}
     names: dict[str, Any] = {
         "array": np.array,
+        "scalar_object": scalar_object,
         "frombuffer": np.frombuffer,
         "read_varint": wire.read_varint,
         "fromiter": np.fromiter,
         "Int64List": feature_pb2.Int64List.FromString,
-        "OBJECT": np.dtype(object),
         "INT64": np.dtype(np.int64),
         "F4": np.dtype("<f4"),
     }
@@ -127,7 +134,8 @@ def layout_decoder(
         call = f"call{n}"
         expression = f"{call}(data, start, pos)" if expression is None else expression.replace("{call}", call)
         lines.append(f"    v{n} = {expression}")
-        if not expression.startswith(("data[", "array(")):  # bytes are never None; the rest may be
+        # bytes (as they are or in an array) are never None; the rest may be
+        if not expression.startswith(("data[", "array(", "scalar_object(")):
             lines += [f"    if v{n} is None:", "        return None"]
     lines += ["    if pos != size:", "        return None"]
     values = []
