@@ -274,3 +274,44 @@ def test_forced_pure_python_crcmod_still_warns(
     fresh_crc_backend.setitem(crc_module._LOADERS, "crcmod", lambda: (ref.crc32c, "crcmod-python"))
     with pytest.warns(RuntimeWarning, match="pure-Python"):
         assert crc_backend() == "crcmod-python"
+
+
+# -- the CRC that lets go of the GIL (crc32c, for the CRCs of large records) -------------------------
+
+
+def _releasing() -> object:
+    """releasing_crc_function chosen afresh (it is chosen once per process, like the backend)."""
+    return crc_module.releasing_crc_function.__wrapped__()
+
+
+def test_the_releasing_crc_gives_the_backends_crcs(ref: SimpleNamespace) -> None:
+    function = crc_module.releasing_crc_function()
+    if function is None:
+        pytest.skip("crc32c is not installed (or not in hardware) here")
+    rng = np.random.default_rng(10)
+    large = rng.integers(0, 256, 300_000, dtype=np.uint8)
+    for data, crc in VECTORS:
+        assert function(data) == crc
+    for size in (0, 1, 4099, 32 * 1024 - 1, 32 * 1024, 102_400, 300_000):  # either side of its GIL threshold
+        piece = large[size // 7 : size // 7 + size]  # a slice not at the buffer's start
+        assert function(piece) == crc_module.crc32c(piece.tobytes()) == ref.crc32c(piece.tobytes())
+        assert function(memoryview(piece)) == function(piece)  # views are taken too
+
+
+def test_no_releasing_crc_without_crc32c(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "crc32c", None)  # as if it were not installed
+    assert _releasing() is None
+
+
+def test_no_releasing_crc_when_a_backend_is_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TFREC_CRC_BACKEND", "crcmod")  # the forced backend alone sums
+    assert _releasing() is None
+
+
+def test_no_releasing_crc_when_crc32c_has_no_hardware_instruction(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = SimpleNamespace(hardware_based=False, crc32c=lambda data: 0)
+    monkeypatch.setitem(sys.modules, "crc32c", fake)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: object())
+    assert _releasing() is None
+    fake.hardware_based = True
+    assert _releasing() is fake.crc32c

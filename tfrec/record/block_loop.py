@@ -31,7 +31,7 @@ from ..errors import ChecksumError, RecordError, TruncatedRecordError
 from . import block_crc, frame, salvage
 from .block_split import NO_ENDS, split_block
 from .compression import looks_like
-from .crc import crc32c, crc_function, mask, mask_array
+from .crc import crc32c, crc_function, mask, mask_array, releasing_crc_function
 from .spans import POOL, Span, read_span
 from .stream import RecordStream
 
@@ -120,6 +120,9 @@ class BlockLoop:
         self._start_offset = start_offset
         self._start_index = start_index
         self.crc = crc_function()
+        # Spans of large records are summed while other threads fill them: a CRC that lets go of
+        # the GIL lets them run meanwhile (see spans).
+        self.span_crc = releasing_crc_function() or self.crc
         self.views = False  # hand out blocks as spans of them (batches()), not as records
         self.block = salvage.BLOCK  # bytes read at once; batches() reads blocks of a few batches
         self.block_goal = salvage.BLOCK  # what batches() lets self.block grow to
@@ -256,7 +259,7 @@ class BlockLoop:
                 end=self.stream.end,
                 wanted=self.wanted,
                 index=index,
-                digest=self.crc if self.verify_checksums else None,
+                digest=self.span_crc if self.verify_checksums else None,
                 verify_lengths=self.verify_checksums,
             )
         return span, base + pos - span.first

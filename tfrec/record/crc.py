@@ -5,6 +5,12 @@ extension is installed (the ``fast`` extra), else ``crcmod`` (a runtime
 dependency; fast when its C extension was built, ~30x slower in pure Python,
 which warns once). ``TFREC_CRC_BACKEND=google-crc32c|crcmod`` forces one.
 
+Both C backends hold the GIL while they sum. The ``crc32c`` package (also in the
+``fast`` extra) lets go of it from 32 KiB on: :func:`releasing_crc_function` hands
+it to the readers of large records, whose CRCs then run on one core while another
+thread copies or sums on the other (it is not the backend: google-crc32c's calls on
+small records cost less, and a forced backend is used alone).
+
 Example:
     >>> from tfrec.record import crc_backend
     >>> crc_backend()
@@ -19,6 +25,7 @@ import os
 import warnings
 from collections.abc import Callable
 from functools import lru_cache
+from typing import cast
 
 import numpy as np
 
@@ -34,6 +41,7 @@ __all__ = [
     "mask_array",
     "masked_crc",
     "masked_crc_rows",
+    "releasing_crc_function",
     "unmask_array",
 ]
 
@@ -141,6 +149,30 @@ def masked_crc(data: bytes) -> int:
 def crc_function() -> CrcFunction:
     """The raw backend function, for hot loops that call it once per record."""
     return _backend()[0]
+
+
+@lru_cache(maxsize=1)
+def releasing_crc_function() -> CrcFunction | None:
+    """A CRC32C that lets go of the GIL while it sums 32 KiB or more (the ``crc32c`` package, when
+    it computes in hardware), for threads that sum large records side by side; ``None`` when it is
+    not installed or ``TFREC_CRC_BACKEND`` forces a backend.
+
+    Its results are the backend's; it takes any contiguous buffer (a memoryview too).
+
+    Example:
+        >>> function = releasing_crc_function() or crc_function()
+        >>> function(b"123456789") == 0xE3069283
+        True
+    """
+    if os.environ.get(_ENV_VAR, "").strip() or importlib.util.find_spec("crc32c") is None:
+        return None
+    try:
+        import crc32c
+    except ImportError:
+        return None
+    if not getattr(crc32c, "hardware_based", False):  # its table-driven code is slower than the backend's
+        return None
+    return cast(CrcFunction, crc32c.crc32c)  # (its stub lists its optional arguments as required)
 
 
 def _crc32c_table() -> np.ndarray:

@@ -1,8 +1,9 @@
 """Filling a buffer from a file in a background thread, piece by piece (record layer).
 
-Taking the CRC32C of a piece holds the GIL (``google-crc32c`` does not release it), but reading
-a file into a buffer releases it. A :class:`Filler` reads the pieces of a target in its thread
-while the caller checks the pieces already filled. With :meth:`Filler.fill_shared` (a file read
+Reading a file into a buffer releases the GIL, and so does the CRC32C of a large record when the
+``crc32c`` package sums it (``google-crc32c`` and ``crcmod`` hold the GIL: the thread's reads then
+wait while the caller sums). A :class:`Filler` reads the pieces of a target in its thread while
+the caller checks the pieces already filled. With :meth:`Filler.fill_shared` (a file read
 at positions, ``os.preadv``), the caller reads pieces too whenever none is waiting for its check,
 so that on two cores both copy: a span of large records then costs about half the copy plus the
 CRC pass, where one thread copying cost the whole copy (two copies ran 1.4-1.6x one here).
