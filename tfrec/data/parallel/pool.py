@@ -54,7 +54,7 @@ from ..pipeline.assemble import check
 from ..pipeline.stage import Context, PipelineRecipe, Run, Stage
 from ..pipeline.state_check import StateField
 from .slots import SlotReader, new_pool_id, unlink_segments
-from .worker import POLL, SLOTS, worker_main
+from .worker import POLL, SLOTS, unframe, worker_main
 
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
@@ -244,9 +244,8 @@ class _PoolStage:
                     return ("error", self.token, _died(index, p.process.exitcode))
                 continue
             try:
-                message = pickle.loads(p.data.recv_bytes())
-                if message[0] == "chunk":
-                    message = (*message, p.data.recv_bytes())
+                head, inband = unframe(p.data.recv_bytes())
+                message = (*head, inband) if head[0] == "chunk" else head
             except (EOFError, OSError):  # the process died (before it ran, say): say so, with its exit code
                 p.process.join(timeout=1)
                 return ("error", self.token, _died(index, p.process.exitcode))

@@ -423,7 +423,7 @@ class SlotReader:
         self.freed: collections.deque[tuple[int, int, bool]] = collections.deque()  # (.., was lent)
         self.lent: collections.Counter[int] = collections.Counter()  # per process; the consumer's thread only
 
-    def unpack(self, worker: int, header: Header, inband: bytes) -> list[Any]:
+    def unpack(self, worker: int, header: Header, inband: bytes | memoryview) -> list[Any]:
         """The pull that process ``worker`` packed as ``header`` and ``inband``."""
         if header is None:
             return list(pickle.loads(inband))

@@ -8,7 +8,9 @@ copied), and a pull that finds none goes through the pipe. It keeps the pipeline
 pull it sent, back to the last one the consumer took (see :mod:`tfrec.data.parallel.pool`). The
 pipeline runs with a journal (``build(..., journal=True)``): those states hold snapshots of the
 shuffle buffer and of the elements waiting for a batch, copied only when the consumer asks for one
-(copying them after every pull cost more than the hand-over itself).
+(copying them after every pull cost more than the hand-over itself). A pull goes out as one
+message (:func:`frame`), written by the process itself when the pipe has room for it, else by
+a sending thread (:class:`Outbox`).
 
 Example:
     >>> worker_main(0, recipe, run, commands, data, pool_id)   # the target of each process
@@ -17,12 +19,13 @@ Example:
 from __future__ import annotations
 
 import collections
-import contextlib
 import os
 import pickle
-import queue
+import struct
+import sys
 import threading
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -52,19 +55,102 @@ def worker_exception(index: int, exc: BaseException) -> BaseException:
         )
 
 
-def _send_loop(outbox: queue.Queue[Any], data: Connection) -> None:
-    """Sends the process's messages (a thread: the process stays free to answer while a send blocks)."""
-    while True:
-        message = outbox.get()
-        if message is None:
-            return
-        head, inband = message
-        try:
-            data.send_bytes(pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL))
-            if inband is not None:
-                data.send_bytes(inband)
-        except (OSError, ValueError):  # the consumer has gone
-            return
+# A message to the consumer: the length of its pickled head, the head, then a pull's in-band pickle
+# (one write and one read per pull).
+HEAD = struct.Struct("<I")
+
+
+def frame(head: Any, inband: bytes = b"") -> bytes:
+    """One message: ``head`` (a tuple: its kind, the run's token, ...) and, for a pull, its in-band pickle."""
+    pickled = pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL)
+    return b"".join((HEAD.pack(len(pickled)), pickled, inband))
+
+
+def unframe(message: bytes) -> tuple[Any, memoryview]:
+    """A :func:`frame`'s head and in-band pickle (a view of ``message``)."""
+    (size,) = HEAD.unpack_from(message)
+    view = memoryview(message)
+    return pickle.loads(view[HEAD.size : HEAD.size + size]), view[HEAD.size + size :]
+
+
+def _pipe_room(data: Connection) -> Callable[[], int] | None:
+    """How many bytes the pipe ``data`` takes without blocking (Linux); None where that cannot be known."""
+    try:
+        import fcntl
+        import termios
+
+        fd = data.fileno()
+        capacity = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+        unread = bytearray(4)
+
+        def room() -> int:
+            fcntl.ioctl(fd, termios.FIONREAD, unread)
+            return int(capacity) - int.from_bytes(unread, sys.byteorder, signed=True)
+
+        room()
+    except (ImportError, AttributeError, OSError, ValueError):
+        return None
+    return room
+
+
+class Outbox:
+    """The process's messages to the consumer, in order.
+
+    A message the pipe has room for is written at once by the process's own
+    thread; the others (a pull through the pipe, a consumer that has stopped
+    reading) wait for a sending thread, so that the process stays free to
+    answer commands while a send blocks. Writing at once spares each pull two
+    thread switches, which cost more than the write on a small pull.
+    """
+
+    def __init__(self, data: Connection) -> None:
+        self.data = data
+        self.room = _pipe_room(data)
+        self.waiting: collections.deque[tuple[int | None, bytes] | None] = collections.deque()
+        self.sending = False  # the thread is writing a message it took
+        self.changed = threading.Condition()
+        self.thread = threading.Thread(target=self._send_loop, daemon=True)
+        self.thread.start()
+
+    def put(self, message: bytes, slot: int | None = None) -> None:
+        """Send ``message`` (``slot``: the slot its pull lies in, freed if it is cancelled unsent)."""
+        with self.changed:
+            # (Connection.send_bytes writes a header of at most 12 bytes before the message)
+            if self.waiting or self.sending or self.room is None or self.room() < len(message) + 16:
+                self.waiting.append((slot, message))
+                self.changed.notify()
+                return
+        # The thread has nothing to send (only this thread gives it more): the order is kept, and
+        # the pipe has room for the whole message (only the consumer takes from it): no blocking.
+        self.data.send_bytes(message)
+
+    def cancel(self) -> list[int]:
+        """Drop the messages not sent yet; the slots of their pulls."""
+        with self.changed:
+            dropped, self.waiting = self.waiting, collections.deque()
+        return [item[0] for item in dropped if item is not None and item[0] is not None]
+
+    def close(self) -> None:
+        with self.changed:
+            self.waiting.append(None)
+            self.changed.notify()
+
+    def _send_loop(self) -> None:
+        while True:
+            with self.changed:
+                while not self.waiting:
+                    self.changed.wait()
+                item = self.waiting.popleft()
+                if item is None:
+                    return
+                self.sending = True
+            try:
+                self.data.send_bytes(item[1])
+            except (OSError, ValueError):  # the consumer has gone
+                return
+            finally:
+                with self.changed:
+                    self.sending = False
 
 
 def worker_main(
@@ -81,11 +167,9 @@ def worker_main(
     if os.environ != environ:  # forked by a fork server started earlier: the consumer's environment now
         os.environ.clear()
         os.environ.update(environ)
-    outbox: queue.Queue[Any] = queue.Queue()  # bounded by the credits (PULLS_AHEAD)
+    outbox = Outbox(data)  # bounded by the credits (PULLS_AHEAD)
     slots = SlotWriter(pool, index, SLOTS)
     taken: set[int] = set()  # slots holding a pull the consumer has not given back
-    sender = threading.Thread(target=_send_loop, args=(outbox, data), daemon=True)
-    sender.start()
     stage: Stage | None = None
     token = -1
     seq = 0
@@ -115,7 +199,7 @@ def worker_main(
                         )
                     except BaseException as exc:
                         stage = None
-                        outbox.put((("error", token, worker_exception(index, exc)), None))
+                        outbox.put(frame(("error", token, worker_exception(index, exc))))
                 elif kind == "received":
                     if command[1] == token:
                         received = max(received, command[2])
@@ -133,12 +217,7 @@ def worker_main(
                     if stage is not None:
                         stage.close()
                         stage = None
-                    with outbox.mutex:  # pulls never sent: their slots are free again
-                        for message in outbox.queue:
-                            if message is not None and message[0][0] == "chunk" and message[0][3] is not None:
-                                taken.discard(message[0][3][0])
-                        outbox.queue.clear()
-                        outbox.not_full.notify_all()
+                    taken.difference_update(outbox.cancel())  # pulls never sent: their slots are free again
                 elif kind == "stop":
                     return
                 continue
@@ -153,13 +232,13 @@ def worker_main(
                 arena[0] = None
                 stage.close()
                 stage = None
-                outbox.put((("end", token), None))
+                outbox.put(frame(("end", token)))
                 continue
             except BaseException as exc:
                 arena[0] = None
                 stage.close()
                 stage = None
-                outbox.put((("error", token, worker_exception(index, exc)), None))
+                outbox.put(frame(("error", token, worker_exception(index, exc))))
                 continue
             seq += 1
             history[seq] = stage.state()
@@ -170,17 +249,16 @@ def worker_main(
             except Exception as exc:  # a map() result that does not pickle, say
                 stage.close()
                 stage = None
-                outbox.put((("error", token, worker_exception(index, exc)), None))
+                outbox.put(frame(("error", token, worker_exception(index, exc))))
                 continue
             finally:
                 del items  # nothing may view a slot it replaces (too small) or unmaps
                 arena[0] = None
-            outbox.put((("chunk", token, seq, header), inband))
+            outbox.put(frame(("chunk", token, seq, header), inband), None if header is None else header[0])
     except (EOFError, OSError, KeyboardInterrupt):
         return  # the consumer has gone
     finally:
         if stage is not None:
             stage.close()
         slots.close()
-        with contextlib.suppress(queue.Full):
-            outbox.put_nowait(None)
+        outbox.close()
