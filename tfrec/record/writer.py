@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import os
 import secrets
@@ -35,16 +36,22 @@ from .compression import GzipMembersWriter, check_level, open_compressed, resolv
 from .crc import crc_function, mask, mask_array
 from .files import exists, local_file, move_file, open_new, remove_file
 from .framing_batch import Frames, frame_records
+from .write_behind import Job, WriteBehind
 
 __all__ = ["RecordWriter", "temporary_path", "write_records"]
 
 
-_FLUSH_BYTES = 1 << 20  # hand frames to the stream in ~1 MiB writes
+_FLUSH_BYTES = 1 << 20  # frames are copied into a page of ~1 MiB, written when full
+_OWN_JOB = 1 << 16  # records (or frames made together) this long are written from where they are,
+# not copied into the page
 _BATCH = 4096  # most records framed together by write_many
 _FIRST_BATCH = 64  # the first batch, before the record size is known
-_DIRECT_PART = 4096  # parts this large on average are written one by one, not joined first
+_DIRECT_PART = 4096  # parts this large on average are written one by one, not copied first
 _FRAMED_BELOW = 1024  # records shorter on average are framed together (measured: ~10% faster for
 # 40-byte records, ~7% slower for 4 KiB ones, whose headers cost little beside their bytes)
+# Streams that copy what they are given (or write it at once): a page can be lent to them as a
+# view and written again afterwards. Anything else may keep what it is given: it gets bytes.
+_LENT_TO = (io.BufferedWriter, io.BufferedRandom, io.FileIO)
 
 _header, _pack_crc, _FRAMING = frame.header, frame.pack_crc, frame.HEADER + frame.FOOTER
 
@@ -90,6 +97,41 @@ def temporary_path(path: str | os.PathLike[str]) -> str:
 def _short_repr(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _frames_job(
+    stream: IO[bytes], members: GzipMembersWriter | None, block: Bytes, lengths: list[int] | None, lend: bool
+) -> Job:
+    """A job writing ``block``, frames back to back (of records of ``lengths``, for a writer of
+    gzip members); a view of a page is released once written, so the page can be filled again."""
+
+    def job() -> None:
+        try:
+            if members is not None:
+                members.write_frames(_frame_parts(block, lengths or []))  # type: ignore[arg-type]
+            else:
+                stream.write(block if lend else bytes(block))  # a stream that may keep it gets bytes
+        finally:
+            if isinstance(block, memoryview):
+                block.release()
+
+    return job
+
+
+def _frame_parts(block: Bytes, lengths: list[int]) -> list[Bytes]:
+    """Header, data and footer of each frame of ``block``, as views (no copy)."""
+    view = memoryview(block)
+    parts: list[Bytes] = []
+    at = 0
+    for length in lengths:
+        end = at + length + _FRAMING
+        parts += (
+            view[at : at + frame.HEADER],
+            view[at + frame.HEADER : end - frame.FOOTER],
+            view[end - frame.FOOTER : end],
+        )
+        at = end
+    return parts
 
 
 class RecordWriter:
@@ -163,8 +205,18 @@ class RecordWriter:
             self._raw = destination
         self._stream = open_compressed(self._raw, codec, compression_level, gzip_member_bytes)
         self._members = self._stream if isinstance(self._stream, GzipMembersWriter) else None
-        self._pending: list[Bytes] = []
-        self._pending_bytes = 0
+        # Frames are copied into a page, handed over when ~1 MiB is there: the caller's records are
+        # freed at once and no list of them grows. A file the writer opened, or a plain file, is
+        # written behind, by a thread, while the caller fills a second page.
+        self._page = io.BytesIO()
+        self._put = self._page.write
+        self._at = 0  # bytes in the page
+        self._spare: io.BytesIO | None = None  # the other page, once the thread writes
+        # The page's record lengths, for a writer of gzip members (it ends members between frames).
+        self._lengths: list[int] | None = [] if self._members is not None else None
+        owned = self._temp_path is not None or type(self._raw) in _LENT_TO
+        self._behind = WriteBehind() if owned else None
+        self._lend = owned or self._stream is not self._raw  # a page is lent as a view, not copied
         self._closed = False
         self._failed: BaseException | None = None  # the error a write, flush or close raised
 
@@ -215,11 +267,19 @@ class RecordWriter:
             self._check_open()  # raises, saying which
         if type(record) is not bytes:
             record = _as_record(record, "RecordWriter.write")
-        # Per record: one CRC and a cached header; the frame's parts are joined with their
-        # neighbours' when ~1 MiB is pending (one copy, one write call).
-        self._pending += (_header(len(record)), record, _pack_crc(mask(self._crc(record))))
-        self._pending_bytes += len(record) + _FRAMING
-        if self._pending_bytes >= _FLUSH_BYTES:
+        size = len(record)
+        if size >= _OWN_JOB:
+            self._write_parts([_header(size), record, _pack_crc(mask(self._crc(record)))], [size])
+            return
+        # Per record: a cached header, one CRC, three copies into the page.
+        put = self._put
+        put(_header(size))
+        put(record)
+        put(_pack_crc(mask(self._crc(record))))
+        if self._lengths is not None:
+            self._lengths.append(size)
+        self._at += size + _FRAMING
+        if self._at >= _FLUSH_BYTES:
             self._drain()
 
     def write_many(self, records: Iterable[BytesLike]) -> int:
@@ -241,55 +301,98 @@ class RecordWriter:
                 ]
             size = len(batch)
             lengths = list(map(len, batch))
-            batch_bytes = sum(lengths) + (frame.HEADER + frame.FOOTER) * size
+            batch_bytes = sum(lengths) + _FRAMING * size
             if self._members is None and batch_bytes < _FRAMED_BELOW * size:
                 # Small records: the batch's frames in one buffer, headers and footers made in numpy
                 # (a writer of gzip members ends them between frames: it takes them one by one).
-                self._pending.append(frame_records(batch, np.array(lengths, np.int64)).data)
-            else:  # header, data, footer of every record, joined when drained (by C loops only)
+                self._write_block(frame_records(batch, np.array(lengths, np.int64)).data, lengths)
+            else:  # header, data, footer of every record, copied by C loops only
                 crcs = mask_array(np.fromiter(map(self._crc, batch), np.uint32, size))
                 footers = struct.Struct("4s" * size).unpack(crcs.astype("<u4").tobytes())
-                headers = map(frame.header, lengths)
-                self._pending += itertools.chain.from_iterable(zip(headers, batch, footers, strict=True))
-            self._pending_bytes += batch_bytes
+                parts = itertools.chain.from_iterable(zip(map(_header, lengths), batch, footers, strict=True))
+                if batch_bytes >= 3 * _DIRECT_PART * size:  # large records: written from where they are
+                    self._write_parts(list(parts), lengths)
+                else:
+                    self._page.writelines(parts)
+                    self._added(batch_bytes, lengths)
             count += size
-            if self._pending_bytes >= _FLUSH_BYTES:
-                self._drain()
             # Size batches to about _FLUSH_BYTES, so memory stays bounded whatever the record size.
             batch_size = max(1, min(_BATCH, _FLUSH_BYTES * size // batch_bytes))
         return count
 
     def write_frames(self, frames: Frames) -> int:
-        """Append records framed together (:mod:`~tfrec.record.framing_batch`), as one write.
+        """Append records framed together (:mod:`~tfrec.record.framing_batch`).
 
         Returns:
             The number of records written.
         """
         self._check_open()
-        if self._members is not None:  # it ends members between frames: it takes them one by one
-            self._pending += frames.triplets()
-        else:
-            self._pending.append(frames.data)
-        self._pending_bytes += len(frames.data)
-        if self._pending_bytes >= _FLUSH_BYTES:
-            self._drain()
+        self._write_block(frames.data, frames.lengths.tolist() if self._members is not None else [])
         return len(frames)
 
+    def _write_block(self, block: bytes | bytearray, lengths: list[int]) -> None:
+        """Append frames made together (``block`` is never changed afterwards)."""
+        if len(block) >= _OWN_JOB:  # written from where it is, after the page
+            self._drain()
+            self._hand_over(_frames_job(self._stream, self._members, block, lengths, lend=True))
+        else:
+            self._put(block)
+            self._added(len(block), lengths)
+
+    def _added(self, size: int, lengths: list[int]) -> None:
+        """Count frames just copied into the page; hand it over once full."""
+        if self._lengths is not None:
+            self._lengths += lengths
+        self._at += size
+        if self._at >= _FLUSH_BYTES:
+            self._drain()
+
+    def _write_parts(self, parts: list[bytes], lengths: list[int]) -> None:
+        """Write frames given as header, data, footer, ... from where they are, after the page."""
+        self._drain()
+        stream, members = self._stream, self._members
+        if members is not None:
+            self._hand_over(lambda: members.write_frames(parts))
+        else:
+            self._hand_over(lambda: stream.writelines(parts))
+
     def _drain(self) -> None:
-        if not self._pending:
+        """Hand the page over to be written; go on in the other one."""
+        at = self._at
+        if not at:
             return
+        page, lengths = self._page, self._lengths
+        with page.getbuffer() as whole:
+            block = whole[:at]
+        page.seek(0)
+        self._at = 0
+        if lengths is not None:
+            self._lengths = []
+        if self._behind is not None:
+            self._settle()  # the other page is free once the job before is done
+            self._page, self._spare = self._spare or io.BytesIO(), page
+            self._put = self._page.write
+        self._hand_over(_frames_job(self._stream, self._members, block, lengths, lend=self._lend))
+
+    def _hand_over(self, job: Job) -> None:
+        """Run ``job`` in the thread (after the job before) or here; its failure fails the writer."""
         try:
-            if self._members is not None:  # members end between frames: the stream sees them whole
-                self._members.write_frames(self._pending)  # type: ignore[arg-type]
-            elif self._pending_bytes >= _DIRECT_PART * len(self._pending):
-                self._stream.writelines(self._pending)  # large parts: written without another copy
+            if self._behind is None:
+                job()
             else:
-                self._stream.write(b"".join(self._pending))
+                self._behind.submit(job)
         except BaseException as exc:
             self._fail(exc)
             raise
-        self._pending.clear()
-        self._pending_bytes = 0
+
+    def _settle(self) -> None:
+        """Wait until whatever was handed over is written."""
+        if self._behind is not None:
+            try:
+                self._behind.wait()
+            except BaseException as exc:
+                self._fail(exc)
+                raise
 
     def _fail(self, exc: BaseException) -> None:
         """Give up after a failed write: what reached the file may end inside a frame.
@@ -301,8 +404,10 @@ class RecordWriter:
             return
         self._failed = exc
         self._closed = True
-        self._pending.clear()
-        self._pending_bytes = 0
+        self._at = 0
+        if self._behind is not None:
+            with contextlib.suppress(Exception):  # its error, if any, is this one
+                self._behind.close()
         if self._temp_path is not None:
             with contextlib.suppress(Exception):
                 self._raw.close()  # may fail again flushing its buffer: nothing more to save
@@ -326,6 +431,7 @@ class RecordWriter:
         if self._closed:
             return
         self._drain()
+        self._settle()
         try:
             self._stream.flush()
         except BaseException as exc:
@@ -343,6 +449,7 @@ class RecordWriter:
         if self._closed:
             return
         self._drain()
+        self._settle()
         try:
             self._finish_streams()
             if self._temp_path is not None and self._path is not None:
@@ -354,6 +461,9 @@ class RecordWriter:
 
     def _finish_streams(self) -> None:
         self._closed = True
+        if self._behind is not None:
+            self._behind.close()  # (idle: whatever it wrote is settled)
+        self._page = self._spare = io.BytesIO()  # the pages' memory is let go
         if self._stream is not self._raw:
             self._stream.close()  # ends the gzip/zlib stream; never closes raw
         if self._temp_path is not None:
@@ -371,6 +481,7 @@ class RecordWriter:
         if self._closed:
             return None
         self._drain()
+        self._settle()
         try:
             self._finish_streams()
             if self._temp_path is None or self._path is None:
