@@ -13,6 +13,8 @@ before a fork, so that no thread is stopped inside a write holding the file's lo
 file would then abort the interpreter, and a forked child would hang on it). A forked child starts
 a thread of its own if it hands over a job.
 
+A record writer copies frames into :class:`Pages` and hands each full page over.
+
 Example:
     >>> behind = WriteBehind()
     >>> behind.submit(functools.partial(file.write, block))  # returns at once
@@ -24,14 +26,20 @@ Example:
 from __future__ import annotations
 
 import atexit
+import io
 import os
 import threading
 import weakref
 from collections.abc import Callable
+from typing import IO
 
-__all__ = ["Job", "WriteBehind"]
+from .compression import GzipMembersWriter
+from .frame import FOOTER, FRAMING, HEADER
+
+__all__ = ["Job", "Pages", "WriteBehind"]
 
 Job = Callable[[], object]
+Bytes = bytes | bytearray | memoryview
 
 _lock = threading.Lock()
 _BUSY: set[_State] = set()  # states with a job in flight, waited for at exit and before a fork
@@ -175,3 +183,126 @@ class WriteBehind:
             thread, self._thread = self._thread, None
             if thread is not None and self._pid == os.getpid() and thread is not threading.current_thread():
                 thread.join()
+
+
+class Pages:
+    """Frames copied into a page of about ``page_bytes``, handed over to be written when full.
+
+    With ``behind``, a :class:`WriteBehind` thread writes a full page while the caller fills the
+    other one; else the page is written at once. ``lend``: ``stream`` copies what it is given (or
+    writes it at once), so a page is lent to it as a view; else it gets bytes. A writer of gzip
+    ``members`` ends members between frames: the pages keep their records' lengths for it.
+    Errors of the writes are raised by :meth:`drain` (a later one, with a thread), the calls that
+    hand over frames, and :meth:`settle`.
+
+    Example:
+        >>> pages = Pages(file, None, behind=True, lend=True, page_bytes=1 << 20)
+        >>> pages.put(frame_bytes); pages.added(len(frame_bytes), [])
+        >>> pages.settle()  # everything handed over is written
+    """
+
+    def __init__(
+        self,
+        stream: IO[bytes],
+        members: GzipMembersWriter | None,
+        *,
+        behind: bool,
+        lend: bool,
+        page_bytes: int,
+    ) -> None:
+        self.page = io.BytesIO()
+        self.put = self.page.write  # the writer copies frames with it, then counts them (added)
+        self.at = 0  # bytes in the page
+        self.lengths: list[int] | None = [] if members is not None else None  # of the page's records
+        self._spare: io.BytesIO | None = None  # the other page, once the thread writes
+        self._stream, self._members, self._lend, self._size = stream, members, lend, page_bytes
+        self._behind = WriteBehind() if behind else None
+
+    def added(self, size: int, lengths: list[int]) -> None:
+        """Count frames just copied into the page (of records of ``lengths``); hand it over once full."""
+        if self.lengths is not None:
+            self.lengths += lengths
+        self.at += size
+        if self.at >= self._size:
+            self.drain()
+
+    def write_block(self, block: bytes | bytearray, lengths: list[int]) -> None:
+        """Write frames made together from where they are (``block`` is never changed afterwards)."""
+        self.drain()
+        self._hand_over(_frames_job(self._stream, self._members, block, lengths, lend=True))
+
+    def write_parts(self, parts: list[bytes]) -> None:
+        """Write frames given as header, data, footer, ... from where they are, after the page."""
+        self.drain()
+        stream, members = self._stream, self._members
+        if members is not None:
+            self._hand_over(lambda: members.write_frames(parts))
+        else:
+            self._hand_over(lambda: stream.writelines(parts))
+
+    def drain(self) -> None:
+        """Hand the page over to be written; go on in the other one."""
+        at = self.at
+        if not at:
+            return
+        page, lengths = self.page, self.lengths
+        with page.getbuffer() as whole:
+            block = whole[:at]
+        page.seek(0)
+        self.at = 0
+        if lengths is not None:
+            self.lengths = []
+        if self._behind is not None:
+            self._behind.wait()  # the other page is free once the job before is done
+            self.page, self._spare = self._spare or io.BytesIO(), page
+            self.put = self.page.write
+        self._hand_over(_frames_job(self._stream, self._members, block, lengths, lend=self._lend))
+
+    def _hand_over(self, job: Job) -> None:
+        if self._behind is None:
+            job()
+        else:
+            self._behind.submit(job)
+
+    def settle(self) -> None:
+        """Wait until whatever was handed over is written."""
+        if self._behind is not None:
+            self._behind.wait()
+
+    def close(self) -> None:
+        """Stop the thread (raising what its last job raised) and let the pages' memory go."""
+        self.at = 0
+        self.page = self._spare = io.BytesIO()
+        if self._behind is not None:
+            self._behind.close()
+
+
+def _frames_job(
+    stream: IO[bytes], members: GzipMembersWriter | None, block: Bytes, lengths: list[int] | None, lend: bool
+) -> Job:
+    """A job writing ``block``, frames back to back (of records of ``lengths``, for a writer of
+    gzip members); a view of a page is released once written, so the page can be filled again."""
+
+    def job() -> None:
+        try:
+            if members is not None:
+                members.write_frames(_frame_parts(block, lengths or []))  # type: ignore[arg-type]
+            else:
+                stream.write(block if lend else bytes(block))  # a stream that may keep it gets bytes
+        finally:
+            if isinstance(block, memoryview):
+                block.release()
+
+    return job
+
+
+def _frame_parts(block: Bytes, lengths: list[int]) -> list[Bytes]:
+    """Header, data and footer of each frame of ``block``, as views (no copy)."""
+    view = memoryview(block)
+    parts: list[Bytes] = []
+    at = 0
+    for length in lengths:
+        end = at + length + FRAMING
+        parts += (view[at : at + HEADER], view[at + HEADER : end - FOOTER], view[end - FOOTER : end])
+        at = end
+    return parts

@@ -23,9 +23,9 @@ import itertools
 import os
 import secrets
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from .compression import GzipMembersWriter, check_level, open_compressed, resolv
 from .crc import crc_function, mask, mask_array
 from .files import exists, local_file, move_file, open_new, remove_file
 from .framing_batch import Frames, frame_records
-from .write_behind import Job, WriteBehind
+from .write_behind import Pages
 
 __all__ = ["RecordWriter", "temporary_path", "write_records"]
 
@@ -99,41 +99,6 @@ def _short_repr(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _frames_job(
-    stream: IO[bytes], members: GzipMembersWriter | None, block: Bytes, lengths: list[int] | None, lend: bool
-) -> Job:
-    """A job writing ``block``, frames back to back (of records of ``lengths``, for a writer of
-    gzip members); a view of a page is released once written, so the page can be filled again."""
-
-    def job() -> None:
-        try:
-            if members is not None:
-                members.write_frames(_frame_parts(block, lengths or []))  # type: ignore[arg-type]
-            else:
-                stream.write(block if lend else bytes(block))  # a stream that may keep it gets bytes
-        finally:
-            if isinstance(block, memoryview):
-                block.release()
-
-    return job
-
-
-def _frame_parts(block: Bytes, lengths: list[int]) -> list[Bytes]:
-    """Header, data and footer of each frame of ``block``, as views (no copy)."""
-    view = memoryview(block)
-    parts: list[Bytes] = []
-    at = 0
-    for length in lengths:
-        end = at + length + _FRAMING
-        parts += (
-            view[at : at + frame.HEADER],
-            view[at + frame.HEADER : end - frame.FOOTER],
-            view[end - frame.FOOTER : end],
-        )
-        at = end
-    return parts
-
-
 class RecordWriter:
     """Write records as TFRecord frames to a path or a binary file object.
 
@@ -160,6 +125,14 @@ class RecordWriter:
     A path is written through a temporary file in the same directory
     (``.NAME.<8 hex digits>.tmp``), renamed over ``destination`` by :meth:`close`:
     a replaced file stays whole until the new one is.
+    Frames are copied into a page of about 1 MiB as records are written (a record of 64 KiB or
+    more is written from where it is), so the caller's record can be freed at once. For a path or
+    a plain file object (``open(..., "wb")``) full pages are written by a background thread while
+    the caller fills the next page; the thread stops at :meth:`close` (or when the writer is
+    garbage-collected), and a page it is writing is finished before a fork and at exit. An error
+    of the thread's write (a full disk...) is raised by the next call that hands over a page
+    (a write that fills one), or by :meth:`flush` or :meth:`close` at the latest. Other file
+    objects are written in the caller's thread and given bytes, never a buffer reused later.
     When the ``with`` block raises, what was written is kept as
     ``destination + ".partial"`` and the exception gets a note saying so. When a
     write, flush or close fails (a full disk...), the writer never publishes:
@@ -208,15 +181,9 @@ class RecordWriter:
         # Frames are copied into a page, handed over when ~1 MiB is there: the caller's records are
         # freed at once and no list of them grows. A file the writer opened, or a plain file, is
         # written behind, by a thread, while the caller fills a second page.
-        self._page = io.BytesIO()
-        self._put = self._page.write
-        self._at = 0  # bytes in the page
-        self._spare: io.BytesIO | None = None  # the other page, once the thread writes
-        # The page's record lengths, for a writer of gzip members (it ends members between frames).
-        self._lengths: list[int] | None = [] if self._members is not None else None
         owned = self._temp_path is not None or type(self._raw) in _LENT_TO
-        self._behind = WriteBehind() if owned else None
-        self._lend = owned or self._stream is not self._raw  # a page is lent as a view, not copied
+        lend = owned or self._stream is not self._raw  # a page is lent as a view, not copied
+        self._pages = Pages(self._stream, self._members, behind=owned, lend=lend, page_bytes=_FLUSH_BYTES)
         self._closed = False
         self._failed: BaseException | None = None  # the error a write, flush or close raised
 
@@ -268,19 +235,20 @@ class RecordWriter:
         if type(record) is not bytes:
             record = _as_record(record, "RecordWriter.write")
         size = len(record)
+        pages = self._pages
         if size >= _OWN_JOB:
-            self._write_parts([_header(size), record, _pack_crc(mask(self._crc(record)))], [size])
+            self._guarded(pages.write_parts, [_header(size), record, _pack_crc(mask(self._crc(record)))])
             return
         # Per record: a cached header, one CRC, three copies into the page.
-        put = self._put
+        put = pages.put
         put(_header(size))
         put(record)
         put(_pack_crc(mask(self._crc(record))))
-        if self._lengths is not None:
-            self._lengths.append(size)
-        self._at += size + _FRAMING
-        if self._at >= _FLUSH_BYTES:
-            self._drain()
+        if pages.lengths is not None:
+            pages.lengths.append(size)
+        pages.at += size + _FRAMING
+        if pages.at >= _FLUSH_BYTES:
+            self._guarded(pages.drain)
 
     def write_many(self, records: Iterable[BytesLike]) -> int:
         """Append many records; faster than calling :meth:`write` in a loop.
@@ -311,10 +279,10 @@ class RecordWriter:
                 footers = struct.Struct("4s" * size).unpack(crcs.astype("<u4").tobytes())
                 parts = itertools.chain.from_iterable(zip(map(_header, lengths), batch, footers, strict=True))
                 if batch_bytes >= 3 * _DIRECT_PART * size:  # large records: written from where they are
-                    self._write_parts(list(parts), lengths)
+                    self._guarded(self._pages.write_parts, list(parts))
                 else:
-                    self._page.writelines(parts)
-                    self._added(batch_bytes, lengths)
+                    self._pages.page.writelines(parts)
+                    self._guarded(self._pages.added, batch_bytes, lengths)
             count += size
             # Size batches to about _FLUSH_BYTES, so memory stays bounded whatever the record size.
             batch_size = max(1, min(_BATCH, _FLUSH_BYTES * size // batch_bytes))
@@ -333,66 +301,18 @@ class RecordWriter:
     def _write_block(self, block: bytes | bytearray, lengths: list[int]) -> None:
         """Append frames made together (``block`` is never changed afterwards)."""
         if len(block) >= _OWN_JOB:  # written from where it is, after the page
-            self._drain()
-            self._hand_over(_frames_job(self._stream, self._members, block, lengths, lend=True))
+            self._guarded(self._pages.write_block, block, lengths)
         else:
-            self._put(block)
-            self._added(len(block), lengths)
+            self._pages.put(block)
+            self._guarded(self._pages.added, len(block), lengths)
 
-    def _added(self, size: int, lengths: list[int]) -> None:
-        """Count frames just copied into the page; hand it over once full."""
-        if self._lengths is not None:
-            self._lengths += lengths
-        self._at += size
-        if self._at >= _FLUSH_BYTES:
-            self._drain()
-
-    def _write_parts(self, parts: list[bytes], lengths: list[int]) -> None:
-        """Write frames given as header, data, footer, ... from where they are, after the page."""
-        self._drain()
-        stream, members = self._stream, self._members
-        if members is not None:
-            self._hand_over(lambda: members.write_frames(parts))
-        else:
-            self._hand_over(lambda: stream.writelines(parts))
-
-    def _drain(self) -> None:
-        """Hand the page over to be written; go on in the other one."""
-        at = self._at
-        if not at:
-            return
-        page, lengths = self._page, self._lengths
-        with page.getbuffer() as whole:
-            block = whole[:at]
-        page.seek(0)
-        self._at = 0
-        if lengths is not None:
-            self._lengths = []
-        if self._behind is not None:
-            self._settle()  # the other page is free once the job before is done
-            self._page, self._spare = self._spare or io.BytesIO(), page
-            self._put = self._page.write
-        self._hand_over(_frames_job(self._stream, self._members, block, lengths, lend=self._lend))
-
-    def _hand_over(self, job: Job) -> None:
-        """Run ``job`` in the thread (after the job before) or here; its failure fails the writer."""
+    def _guarded(self, step: Callable[..., None], *args: Any) -> None:
+        """``step(*args)``, a step of writing: when it fails, the writer fails."""
         try:
-            if self._behind is None:
-                job()
-            else:
-                self._behind.submit(job)
+            step(*args)
         except BaseException as exc:
             self._fail(exc)
             raise
-
-    def _settle(self) -> None:
-        """Wait until whatever was handed over is written."""
-        if self._behind is not None:
-            try:
-                self._behind.wait()
-            except BaseException as exc:
-                self._fail(exc)
-                raise
 
     def _fail(self, exc: BaseException) -> None:
         """Give up after a failed write: what reached the file may end inside a frame.
@@ -404,10 +324,8 @@ class RecordWriter:
             return
         self._failed = exc
         self._closed = True
-        self._at = 0
-        if self._behind is not None:
-            with contextlib.suppress(Exception):  # its error, if any, is this one
-                self._behind.close()
+        with contextlib.suppress(Exception):  # its error, if any, is this one
+            self._pages.close()
         if self._temp_path is not None:
             with contextlib.suppress(Exception):
                 self._raw.close()  # may fail again flushing its buffer: nothing more to save
@@ -430,8 +348,8 @@ class RecordWriter:
             raise self._failure()
         if self._closed:
             return
-        self._drain()
-        self._settle()
+        self._guarded(self._pages.drain)
+        self._guarded(self._pages.settle)
         try:
             self._stream.flush()
         except BaseException as exc:
@@ -448,8 +366,8 @@ class RecordWriter:
             raise self._failure()
         if self._closed:
             return
-        self._drain()
-        self._settle()
+        self._guarded(self._pages.drain)
+        self._guarded(self._pages.settle)
         try:
             self._finish_streams()
             if self._temp_path is not None and self._path is not None:
@@ -461,9 +379,7 @@ class RecordWriter:
 
     def _finish_streams(self) -> None:
         self._closed = True
-        if self._behind is not None:
-            self._behind.close()  # (idle: whatever it wrote is settled)
-        self._page = self._spare = io.BytesIO()  # the pages' memory is let go
+        self._pages.close()  # (settled: nothing more to raise)
         if self._stream is not self._raw:
             self._stream.close()  # ends the gzip/zlib stream; never closes raw
         if self._temp_path is not None:
@@ -480,8 +396,8 @@ class RecordWriter:
         """
         if self._closed:
             return None
-        self._drain()
-        self._settle()
+        self._guarded(self._pages.drain)
+        self._guarded(self._pages.settle)
         try:
             self._finish_streams()
             if self._temp_path is None or self._path is None:
