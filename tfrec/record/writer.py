@@ -18,13 +18,14 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import os
 import secrets
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
@@ -35,16 +36,22 @@ from .compression import GzipMembersWriter, check_level, open_compressed, resolv
 from .crc import crc_function, mask, mask_array
 from .files import exists, local_file, move_file, open_new, remove_file
 from .framing_batch import Frames, frame_records
+from .write_behind import Pages
 
 __all__ = ["RecordWriter", "temporary_path", "write_records"]
 
 
-_FLUSH_BYTES = 1 << 20  # hand frames to the stream in ~1 MiB writes
+_FLUSH_BYTES = 1 << 20  # frames are copied into a page of ~1 MiB, written when full
+_OWN_JOB = 1 << 16  # records (or frames made together) this long are written from where they are,
+# not copied into the page
 _BATCH = 4096  # most records framed together by write_many
 _FIRST_BATCH = 64  # the first batch, before the record size is known
-_DIRECT_PART = 4096  # parts this large on average are written one by one, not joined first
+_DIRECT_PART = 4096  # parts this large on average are written one by one, not copied first
 _FRAMED_BELOW = 1024  # records shorter on average are framed together (measured: ~10% faster for
 # 40-byte records, ~7% slower for 4 KiB ones, whose headers cost little beside their bytes)
+# Streams that copy what they are given (or write it at once): a page can be lent to them as a
+# view and written again afterwards. Anything else may keep what it is given: it gets bytes.
+_LENT_TO = (io.BufferedWriter, io.BufferedRandom, io.FileIO)
 
 _header, _pack_crc, _FRAMING = frame.header, frame.pack_crc, frame.HEADER + frame.FOOTER
 
@@ -118,6 +125,14 @@ class RecordWriter:
     A path is written through a temporary file in the same directory
     (``.NAME.<8 hex digits>.tmp``), renamed over ``destination`` by :meth:`close`:
     a replaced file stays whole until the new one is.
+    Frames are copied into a page of about 1 MiB as records are written (a record of 64 KiB or
+    more is written from where it is), so the caller's record can be freed at once. For a path or
+    a plain file object (``open(..., "wb")``) full pages are written by a background thread while
+    the caller fills the next page; the thread stops at :meth:`close` (or when the writer is
+    garbage-collected), and a page it is writing is finished before a fork and at exit. An error
+    of the thread's write (a full disk...) is raised by the next call that hands over a page
+    (a write that fills one), or by :meth:`flush` or :meth:`close` at the latest. Other file
+    objects are written in the caller's thread and given bytes, never a buffer reused later.
     When the ``with`` block raises, what was written is kept as
     ``destination + ".partial"`` and the exception gets a note saying so. When a
     write, flush or close fails (a full disk...), the writer never publishes:
@@ -163,8 +178,12 @@ class RecordWriter:
             self._raw = destination
         self._stream = open_compressed(self._raw, codec, compression_level, gzip_member_bytes)
         self._members = self._stream if isinstance(self._stream, GzipMembersWriter) else None
-        self._pending: list[Bytes] = []
-        self._pending_bytes = 0
+        # Frames are copied into a page, handed over when ~1 MiB is there: the caller's records are
+        # freed at once and no list of them grows. A file the writer opened, or a plain file, is
+        # written behind, by a thread, while the caller fills a second page.
+        owned = self._temp_path is not None or type(self._raw) in _LENT_TO
+        lend = owned or self._stream is not self._raw  # a page is lent as a view, not copied
+        self._pages = Pages(self._stream, self._members, behind=owned, lend=lend, page_bytes=_FLUSH_BYTES)
         self._closed = False
         self._failed: BaseException | None = None  # the error a write, flush or close raised
 
@@ -215,12 +234,21 @@ class RecordWriter:
             self._check_open()  # raises, saying which
         if type(record) is not bytes:
             record = _as_record(record, "RecordWriter.write")
-        # Per record: one CRC and a cached header; the frame's parts are joined with their
-        # neighbours' when ~1 MiB is pending (one copy, one write call).
-        self._pending += (_header(len(record)), record, _pack_crc(mask(self._crc(record))))
-        self._pending_bytes += len(record) + _FRAMING
-        if self._pending_bytes >= _FLUSH_BYTES:
-            self._drain()
+        size = len(record)
+        pages = self._pages
+        if size >= _OWN_JOB:
+            self._guarded(pages.write_parts, [_header(size), record, _pack_crc(mask(self._crc(record)))])
+            return
+        # Per record: a cached header, one CRC, three copies into the page.
+        put = pages.put
+        put(_header(size))
+        put(record)
+        put(_pack_crc(mask(self._crc(record))))
+        if pages.lengths is not None:
+            pages.lengths.append(size)
+        pages.at += size + _FRAMING
+        if pages.at >= _FLUSH_BYTES:
+            self._guarded(pages.drain)
 
     def write_many(self, records: Iterable[BytesLike]) -> int:
         """Append many records; faster than calling :meth:`write` in a loop.
@@ -241,55 +269,50 @@ class RecordWriter:
                 ]
             size = len(batch)
             lengths = list(map(len, batch))
-            batch_bytes = sum(lengths) + (frame.HEADER + frame.FOOTER) * size
+            batch_bytes = sum(lengths) + _FRAMING * size
             if self._members is None and batch_bytes < _FRAMED_BELOW * size:
                 # Small records: the batch's frames in one buffer, headers and footers made in numpy
                 # (a writer of gzip members ends them between frames: it takes them one by one).
-                self._pending.append(frame_records(batch, np.array(lengths, np.int64)).data)
-            else:  # header, data, footer of every record, joined when drained (by C loops only)
+                self._write_block(frame_records(batch, np.array(lengths, np.int64)).data, lengths)
+            else:  # header, data, footer of every record, copied by C loops only
                 crcs = mask_array(np.fromiter(map(self._crc, batch), np.uint32, size))
                 footers = struct.Struct("4s" * size).unpack(crcs.astype("<u4").tobytes())
-                headers = map(frame.header, lengths)
-                self._pending += itertools.chain.from_iterable(zip(headers, batch, footers, strict=True))
-            self._pending_bytes += batch_bytes
+                parts = itertools.chain.from_iterable(zip(map(_header, lengths), batch, footers, strict=True))
+                if batch_bytes >= 3 * _DIRECT_PART * size:  # large records: written from where they are
+                    self._guarded(self._pages.write_parts, list(parts))
+                else:
+                    self._pages.page.writelines(parts)
+                    self._guarded(self._pages.added, batch_bytes, lengths)
             count += size
-            if self._pending_bytes >= _FLUSH_BYTES:
-                self._drain()
             # Size batches to about _FLUSH_BYTES, so memory stays bounded whatever the record size.
             batch_size = max(1, min(_BATCH, _FLUSH_BYTES * size // batch_bytes))
         return count
 
     def write_frames(self, frames: Frames) -> int:
-        """Append records framed together (:mod:`~tfrec.record.framing_batch`), as one write.
+        """Append records framed together (:mod:`~tfrec.record.framing_batch`).
 
         Returns:
             The number of records written.
         """
         self._check_open()
-        if self._members is not None:  # it ends members between frames: it takes them one by one
-            self._pending += frames.triplets()
-        else:
-            self._pending.append(frames.data)
-        self._pending_bytes += len(frames.data)
-        if self._pending_bytes >= _FLUSH_BYTES:
-            self._drain()
+        self._write_block(frames.data, frames.lengths.tolist() if self._members is not None else [])
         return len(frames)
 
-    def _drain(self) -> None:
-        if not self._pending:
-            return
+    def _write_block(self, block: bytes | bytearray, lengths: list[int]) -> None:
+        """Append frames made together (``block`` is never changed afterwards)."""
+        if len(block) >= _OWN_JOB:  # written from where it is, after the page
+            self._guarded(self._pages.write_block, block, lengths)
+        else:
+            self._pages.put(block)
+            self._guarded(self._pages.added, len(block), lengths)
+
+    def _guarded(self, step: Callable[..., None], *args: Any) -> None:
+        """``step(*args)``, a step of writing: when it fails, the writer fails."""
         try:
-            if self._members is not None:  # members end between frames: the stream sees them whole
-                self._members.write_frames(self._pending)  # type: ignore[arg-type]
-            elif self._pending_bytes >= _DIRECT_PART * len(self._pending):
-                self._stream.writelines(self._pending)  # large parts: written without another copy
-            else:
-                self._stream.write(b"".join(self._pending))
+            step(*args)
         except BaseException as exc:
             self._fail(exc)
             raise
-        self._pending.clear()
-        self._pending_bytes = 0
 
     def _fail(self, exc: BaseException) -> None:
         """Give up after a failed write: what reached the file may end inside a frame.
@@ -301,8 +324,8 @@ class RecordWriter:
             return
         self._failed = exc
         self._closed = True
-        self._pending.clear()
-        self._pending_bytes = 0
+        with contextlib.suppress(Exception):  # its error, if any, is this one
+            self._pages.close()
         if self._temp_path is not None:
             with contextlib.suppress(Exception):
                 self._raw.close()  # may fail again flushing its buffer: nothing more to save
@@ -325,7 +348,8 @@ class RecordWriter:
             raise self._failure()
         if self._closed:
             return
-        self._drain()
+        self._guarded(self._pages.drain)
+        self._guarded(self._pages.settle)
         try:
             self._stream.flush()
         except BaseException as exc:
@@ -342,7 +366,8 @@ class RecordWriter:
             raise self._failure()
         if self._closed:
             return
-        self._drain()
+        self._guarded(self._pages.drain)
+        self._guarded(self._pages.settle)
         try:
             self._finish_streams()
             if self._temp_path is not None and self._path is not None:
@@ -354,6 +379,7 @@ class RecordWriter:
 
     def _finish_streams(self) -> None:
         self._closed = True
+        self._pages.close()  # (settled: nothing more to raise)
         if self._stream is not self._raw:
             self._stream.close()  # ends the gzip/zlib stream; never closes raw
         if self._temp_path is not None:
@@ -370,7 +396,8 @@ class RecordWriter:
         """
         if self._closed:
             return None
-        self._drain()
+        self._guarded(self._pages.drain)
+        self._guarded(self._pages.settle)
         try:
             self._finish_streams()
             if self._temp_path is None or self._path is None:
