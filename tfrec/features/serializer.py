@@ -33,7 +33,7 @@ from ..errors import MissingFeatureError
 from ..example import wire
 from ..example.batch_encode import RAW, Column, RecordParts, encode_columns
 from ..example.codec import PackedHeads, append_entry, encode_varints, join_entries, varint
-from ..record.framing_batch import Frames, frame_records
+from ..record.framing_batch import Frames, frame_parts, frame_records
 from .base import FeatureConnector, check_keys
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
@@ -385,9 +385,13 @@ def compile_frame_encoder(
     def serialize_frames(values: Iterable[Any]) -> Frames:
         rows = values if isinstance(values, list) else list(values)
         parts = RecordParts(columnize(rows), len(rows))
-        # Each record joined alone, then framed: its CRC is taken of its bytes as they are (a CRC
-        # of each record read where it lies in one buffer of frames costs a numpy slice per record,
-        # which costs more than the second copy of its bytes, even for records of 4 KiB).
+        # Short records: framed as rows of one array, checksummed a byte column at a time.
+        framed = frame_parts(parts.parts, parts.lengths)
+        if framed is not None:
+            return framed
+        # Longer ones: each record joined alone, then framed: its CRC is taken of its bytes as they
+        # are (a CRC of each record read where it lies in one buffer of frames costs a numpy slice
+        # per record, which costs more than the second copy of its bytes, even for records of 4 KiB).
         return frame_records(parts.records(), parts.lengths)
 
     return serialize_frames
