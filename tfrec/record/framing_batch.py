@@ -186,7 +186,7 @@ def frame_parts(parts: Sequence[RecordPart], lengths: np.ndarray) -> Frames | No
 
     Example:
         >>> frames = frame_parts([b"k", np.array([[1], [2]], np.uint8)], np.array([2, 2]))
-        >>> frames.data == frame_records([b"k\x01", b"k\x02"]).data
+        >>> frames.data == frame_records([b"k\\x01", b"k\\x02"]).data
         True
     """
     count = len(lengths)
