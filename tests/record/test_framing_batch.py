@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrec
-from tfrec.record.frame import FOOTER
 from tfrec.record.crc_columns import MAX_ROW_CRC
+from tfrec.record.frame import FOOTER
 from tfrec.record.framing_batch import Frames, frame_heads, frame_parts, frame_records, seal_frames
 
 
