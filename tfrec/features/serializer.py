@@ -445,7 +445,8 @@ def _dict_columnizer(features: Mapping[str, FeatureConnector], path: str, exact_
 
     def columnize(values: list[Any]) -> list[Column]:
         # dicts of as many keys as the features, each of which they have: their keys are the features'
-        if set(map(type, values)) <= {dict} and set(map(len, values)) <= {len(names)}:
+        count = len(values)
+        if list(map(type, values)).count(dict) == count and list(map(len, values)).count(len(names)) == count:
             try:
                 picked = [list(map(getter, values)) for getter in getters]
             except KeyError:
@@ -478,7 +479,7 @@ def _tensor_column(tensor: Tensor, key: bytes, exact_floats: bool) -> Callable[[
             return None
         if kind == wire.BYTES:
             return _bytes_column(key, values) if scalar else None
-        types = set(map(type, values))
+        types = _one_type(values)
         stacked = _stacked(values, dtype, shape) if types == {np.ndarray} else None
         if kind == wire.FLOAT:
             if stacked is not None and dtype != np.float64:
@@ -497,6 +498,14 @@ def _tensor_column(tensor: Tensor, key: bytes, exact_floats: bool) -> Callable[[
     return column
 
 
+def _one_type(values: list[Any]) -> set[type]:
+    """``{T}`` when every value is of type ``T`` exactly, else an empty set: one pass that compares
+    types by identity (a set of them hashes each)."""
+    first = type(values[0])
+    return {first} if list(map(type, values)).count(first) == len(values) else set()
+
+
+_INT64_RANGE = (-(2**63), 2**63 - 1)
 _dtype_of, _shape_of, _ndim_of = (operator.attrgetter(name) for name in ("dtype", "shape", "ndim"))
 
 
@@ -522,16 +531,16 @@ def _stacked(values: list[np.ndarray], dtype: np.dtype, shape: tuple[int | None,
 
 def _python_ints(key: bytes, values: list[int], low: int, high: int) -> Column | None:
     try:
-        array = np.array(values, np.int64)
+        array = np.fromiter(values, np.int64, len(values))
     except OverflowError:
         return None  # beyond int64: the per-record path words the error
-    if int(array.min()) < low or int(array.max()) > high:
+    if (low, high) != _INT64_RANGE and (int(array.min()) < low or int(array.max()) > high):
         return None
     return Column(key, wire.INT64, array[:, None])
 
 
 def _python_floats(key: bytes, values: list[float], exact_floats: bool) -> Column | None:
-    wide = np.array(values, np.float64)
+    wide = np.fromiter(values, np.float64, len(values))
     with np.errstate(over="ignore", invalid="ignore"):
         narrow = wide.astype(np.float32)
     if not np.isfinite(narrow).all():  # NaN, inf or a finite value beyond float32: one by one
@@ -543,7 +552,7 @@ def _python_floats(key: bytes, values: list[float], exact_floats: bool) -> Colum
 
 def _bytes_column(key: bytes, values: list[Any]) -> Column | None:
     """str (as UTF-8) or bytes, one per record; None for anything else."""
-    types = set(map(type, values))
+    types = _one_type(values)
     if types == {bytes}:
         return Column(key, wire.BYTES, values)
     return _utf8_column(key, values) if types == {str} else None
@@ -561,10 +570,10 @@ def _label_column(label: ClassLabel, key: bytes) -> Callable[[list[Any]], Column
     def column(values: list[Any]) -> Column | None:
         if not values:
             return None
-        types = set(map(type, values))
+        types = _one_type(values)
         if types == {int}:
             try:
-                array: np.ndarray | None = np.array(values, np.int64)
+                array: np.ndarray | None = np.fromiter(values, np.int64, len(values))
             except OverflowError:
                 return None
             if int(array.min()) < -1 or int(array.max()) >= label.num_classes:  # type: ignore[union-attr]
@@ -584,7 +593,7 @@ def _text_column(key: bytes) -> Callable[[list[Any]], Column | None]:
     def column(values: list[Any]) -> Column | None:
         if not values:
             return None
-        types = set(map(type, values))
+        types = _one_type(values)
         if types == {bytes}:
             try:
                 for v in values:
