@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..record.framing_batch import RecordPart
 from . import wire
 from .codec import encode_entries, encode_example, packed_head, varint
 
@@ -115,7 +114,11 @@ _CONTINUED = np.array([sum(0x80 << (8 * i) for i in range(n - 1)) for n in range
 _KEPT = np.array([sum(1 << (8 * i) for i in range(n)) for n in range(9)], np.uint64)
 
 
-_Part = RecordPart  # a constant, a block or pieces: see tfrec.record.framing_batch
+# One part of every record of a batch, in the order of the record's bytes: a constant (``bytes``, the
+# same in every record), a block (a uint8 array of one row per record, all rows of one width), or
+# pieces (one ``bytes`` per record, or all of them back to back in one uint8 array; and their
+# lengths). The record layer frames parts of this form (tfrec.record.framing_batch.RecordPart).
+_Part = bytes | np.ndarray | tuple[Sequence[bytes] | np.ndarray, np.ndarray]
 
 
 def _column_parts(column: Column, count: int) -> list[_Part]:

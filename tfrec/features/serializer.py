@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import operator
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -290,9 +290,10 @@ def compile_batch_encoder(
 
 
 def compile_column_encoder(
-    features: FeatureConnector, *, exact_floats: bool = False
-) -> Callable[[Mapping[str, Any], int], list[bytes]]:
-    """One function: ``(columns, count)`` -> the Example bytes of each of ``count`` records.
+    features: FeatureConnector, *, exact_floats: bool = False, framed: bool = False
+) -> Callable[[Mapping[str, Any], int], Sequence[bytes]]:
+    """One function: ``(columns, count)`` -> the Example bytes of each of ``count`` records (with
+    ``framed``: their TFRecord frames in one buffer, as :func:`compile_frame_encoder` gives them).
 
     ``columns`` maps each stored key (``"meta/lang"``) to that feature's values for every record:
     a numpy array whose first axis is the record, or any sequence of per-record values. An array
@@ -312,7 +313,7 @@ def compile_column_encoder(
     """
     leaves = list(_leaves(features, "", exact_floats))
 
-    def serialize_columns(columns: Mapping[str, Any], count: int) -> list[bytes]:
+    def serialize_columns(columns: Mapping[str, Any], count: int) -> Sequence[bytes]:
         batch: list[Column] = []
         for path, feature, columnize in leaves:
             if path not in columns:
@@ -320,7 +321,7 @@ def compile_column_encoder(
             values = columns[path]
             found = _array_column(feature, path, values, exact_floats)
             batch += [found] if found is not None else columnize(list(values))
-        return encode_columns(batch, count)
+        return _frames(batch, count) if framed else encode_columns(batch, count)
 
     return serialize_columns
 
@@ -384,17 +385,19 @@ def compile_frame_encoder(
 
     def serialize_frames(values: Iterable[Any]) -> Frames:
         rows = values if isinstance(values, list) else list(values)
-        parts = RecordParts(columnize(rows), len(rows))
-        # Short records: framed as rows of one array, checksummed a byte column at a time.
-        framed = frame_parts(parts.parts, parts.lengths)
-        if framed is not None:
-            return framed
-        # Longer ones: each record joined alone, then framed: its CRC is taken of its bytes as they
-        # are (a CRC of each record read where it lies in one buffer of frames costs a numpy slice
-        # per record, which costs more than the second copy of its bytes, even for records of 4 KiB).
-        return frame_records(parts.records(), parts.lengths)
+        return _frames(columnize(rows), len(rows))
 
     return serialize_frames
+
+
+def _frames(columns: list[Column], count: int) -> Frames:
+    """The frames of the records of ``columns``: short records framed as rows of one array (no
+    bytes object or CRC call per record); longer ones joined one by one, then framed (a CRC of a
+    record where it lies in one buffer costs a numpy slice per record, more than a second copy of
+    its bytes, even for records of 4 KiB)."""
+    parts = RecordParts(columns, count)
+    framed = frame_parts(parts.parts, parts.lengths)
+    return framed if framed is not None else frame_records(parts.records(), parts.lengths)
 
 
 def _columnizer(feature: FeatureConnector, path: str, exact_floats: bool) -> Columnizer:

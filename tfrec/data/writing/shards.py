@@ -294,6 +294,9 @@ class ShardedWriter:
         Returns:
             The number written.
         """
+        if isinstance(items, Frames) and self._features is None:  # framed together already (a table's)
+            self._write_records(items)
+            return len(items)
         count = 0
         chunks = (  # samples are serialized together, in batches that are chunks already
             record_chunks(map(self._serialize, items))
