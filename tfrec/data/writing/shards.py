@@ -289,7 +289,9 @@ class ShardedWriter:
         self._written += 1
 
     def write_many(self, items: Iterable[Any]) -> int:
-        """Write every record (or sample) of ``items``; faster than :meth:`write` in a loop.
+        """Write every record (or sample) of ``items``; faster than :meth:`write` in a loop. Records
+        framed together (:class:`~tfrec.record.framing_batch.Frames`: a table's batch) are written as
+        they are.
 
         Returns:
             The number written.
