@@ -154,3 +154,34 @@ def test_large_samples_joined_into_their_frames_are_read_by_tensorflow(
             r.numpy() for r in tf.data.TFRecordDataset(path, compression_type=(compression or "").upper())
         ]
         assert read == [tf_example(sample) for sample in samples[shard::2]]
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_short_samples_framed_in_numpy_are_read_by_tensorflow(tmp_path: Any, compression: Any) -> None:
+    # Records up to 128 bytes are laid out in one buffer from their columns and their CRCs taken a
+    # byte column at a time: TF checks every frame's CRCs.
+    features = FeaturesDict({"id": np.int64, "score": np.float32, "tag": Tensor(shape=(), dtype=str)})
+    rng = np.random.default_rng(11)
+    ids = [0, 1, -1, 127, 128, 16384, 2**63 - 1, -(2**63)]
+    samples = [
+        {
+            "id": ids[i % len(ids)] if i % 3 else int(rng.integers(0, 10**6)),
+            "score": float(rng.standard_normal()),
+            "tag": rng.bytes(int(rng.integers(0, 12))),
+        }
+        for i in range(2000)
+    ]
+    summary = tfrec.write_dataset(
+        samples,
+        str(tmp_path / "s"),
+        features,
+        num_shards=3,
+        compression=compression,
+        index=True,
+        progress=False,
+    )
+    for shard, path in enumerate(summary.paths):
+        read = [
+            r.numpy() for r in tf.data.TFRecordDataset(path, compression_type=(compression or "").upper())
+        ]
+        assert read == [tf_example(sample) for sample in samples[shard::3]]

@@ -13,6 +13,7 @@ import pytest
 import tfrec
 from tfrec.data.writing.tables import check_column_names, numpy_features, table_records
 from tfrec.features import FeaturesDict, Sequence, Tensor, Text
+from tfrec.record.framing_batch import frame_records
 
 pa = pytest.importorskip("pyarrow")
 
@@ -335,3 +336,18 @@ def test_an_arrow_c_stream_is_a_table(tmp_path: Path) -> None:
 def test_a_series_is_not_a_table() -> None:
     pd = pytest.importorskip("pandas")
     assert table_records(pd.Series([1, 2]), None) is None
+
+
+@pytest.mark.parametrize("width", [3, 100])  # short records framed as rows of one array; longer ones
+def test_framed_chunks_are_the_frames_of_the_records(width: int) -> None:
+    rng = np.random.default_rng(0)
+    columns = {
+        "id": np.array([0, -1, 2**63 - 1, 300, 7]),
+        "score": np.array([np.nan, -0.0, 1e-300, 0.5, -3.0]),
+        "emb": rng.standard_normal((5, width)).astype(np.float32),
+        "text": np.array(["", "é", "a" * 40, "b", "cc"]),
+    }
+    plain, framed = table_records(columns, None), table_records(columns, None, framed=True)
+    assert plain is not None and framed is not None
+    for records, frames in zip(plain.chunks, framed.chunks, strict=True):
+        assert frames.data == frame_records(list(records)).data

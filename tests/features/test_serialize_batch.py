@@ -194,3 +194,52 @@ def test_sharded_writers_write_the_frames_of_large_samples(tmp_path: Any, limit:
     expected = [WORKLOAD.serialize_example(value) for value in batch]
     shards = limit.get("num_shards", 1)
     assert written == [record for shard in range(shards) for record in expected[shard::shards]]
+
+
+SHORT = FeaturesDict(
+    {
+        "id": np.int64,
+        "score": np.float32,
+        "tag": Tensor(shape=(), dtype=str),
+        "values": Tensor(shape=(None,), dtype=np.int64),
+        "text": Text(),
+    }
+)
+EDGE_INTS = [0, 1, -1, 127, 128, 16383, 16384, 2**63 - 1, -(2**63)]
+EDGE_FLOATS = [float("nan"), -0.0, float("inf"), -float("inf"), 1e-45, 3.4e38, 0.1]
+
+
+def short_samples(count: int, seed: int) -> list[dict[str, Any]]:
+    """Short records of many layouts (framed in numpy, a byte column at a time): edge values, varints
+    of every length, empty lists, non-UTF-8 bytes, a text of varying length last."""
+    rng = np.random.default_rng(seed)
+    return [
+        {
+            "id": EDGE_INTS[int(rng.integers(len(EDGE_INTS)))],
+            "score": EDGE_FLOATS[int(rng.integers(len(EDGE_FLOATS)))],
+            "tag": rng.bytes(int(rng.integers(0, 3))) + b"\xff",
+            "values": np.array(EDGE_INTS[: int(rng.integers(0, len(EDGE_INTS)))], np.int64),
+            "text": "é" * int(rng.integers(0, 30)),
+        }
+        for _ in range(count)
+    ]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_frames_of_short_records_of_many_layouts(seed: int) -> None:
+    batch = short_samples(200, seed)
+    expected = [SHORT.serialize_example(value) for value in batch]
+    assert SHORT.serialize_frames(batch).data == frame_records(expected).data
+    same = [dict(value, values=np.arange(3), text="x") for value in batch]  # one layout but the id's
+    assert SHORT.serialize_frames(same).data == frame_records([SHORT.serialize_example(v) for v in same]).data
+
+
+@pytest.mark.parametrize(("name", "value"), [("id", 2**63), ("score", 1e300), ("text", b"\xff"), ("tag", 3)])
+def test_a_bad_short_value_in_the_middle_raises_as_serialize_example(name: str, value: Any) -> None:
+    batch = short_samples(50, 0)
+    batch[25][name] = value
+    with pytest.raises(tfrec.EncodeError) as each:
+        SHORT.serialize_example(batch[25])
+    with pytest.raises(type(each.value)) as batched:
+        SHORT.serialize_frames(batch)
+    assert str(batched.value) == str(each.value)

@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 import tfrec
 from tfrec.record.frame import FOOTER
-from tfrec.record.framing_batch import Frames, frame_heads, frame_records, seal_frames
+from tfrec.record.framing_batch import (
+    FRAMED_BYTES,
+    Frames,
+    frame_heads,
+    frame_parts,
+    frame_records,
+    seal_frames,
+)
 
 
 def written_one_by_one(records: list[bytes]) -> bytes:
@@ -110,3 +117,47 @@ def test_write_many_writes_what_write_writes(records: list[bytes], compression: 
     assert list(tfrec.read_records(io.BytesIO(many.getvalue()), compression=compression)) == records
     if compression is None:
         assert many.getvalue() == written_one_by_one(records)
+
+
+def _parts() -> st.SearchStrategy[tuple[list[object], list[bytes]]]:
+    """Parts of records (constants, blocks, pieces as bytes or as one array) and the records they make."""
+
+    @st.composite
+    def build(draw: st.DrawFn) -> tuple[list[object], list[bytes]]:
+        count = draw(st.integers(1, 8))
+        parts: list[object] = []
+        records = [b""] * count
+        for kind in draw(st.lists(st.sampled_from(["constant", "block", "pieces", "flat"]), max_size=6)):
+            if kind == "constant":
+                constant = draw(st.binary(max_size=5))
+                parts.append(constant)
+                records = [r + constant for r in records]
+            elif kind == "block":
+                rows = draw(st.lists(st.binary(min_size=3, max_size=3), min_size=count, max_size=count))
+                parts.append(np.frombuffer(b"".join(rows), np.uint8).reshape(count, 3))
+                records = [r + row for r, row in zip(records, rows, strict=True)]
+            else:  # pieces of lengths that differ, a little or much (written byte by byte)
+                pieces = draw(st.lists(st.binary(max_size=20), min_size=count, max_size=count))
+                lengths = np.array([len(p) for p in pieces], np.int64)
+                joined = np.frombuffer(b"".join(pieces), np.uint8)
+                parts.append((joined if kind == "flat" else pieces, lengths))
+                records = [r + p for r, p in zip(records, pieces, strict=True)]
+        return parts, records
+
+    return build()
+
+
+@settings(max_examples=80, deadline=None)
+@given(_parts())
+def test_frames_of_parts_are_the_frames_of_their_records(made: tuple[list[object], list[bytes]]) -> None:
+    parts, records = made
+    frames = frame_parts(parts, np.array([len(r) for r in records], np.int64))  # type: ignore[arg-type]
+    assert frames is not None
+    assert bytes(frames.data) == written_one_by_one(records)
+    assert list(frames) == records
+
+
+def test_longer_records_are_left_to_frame_records() -> None:
+    long = np.zeros((2, FRAMED_BYTES + 1), np.uint8)
+    assert frame_parts([long], np.array([FRAMED_BYTES + 1] * 2)) is None
+    assert frame_parts([long[:, :-1]], np.array([FRAMED_BYTES] * 2)) is not None

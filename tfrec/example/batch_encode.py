@@ -116,8 +116,9 @@ _KEPT = np.array([sum(1 << (8 * i) for i in range(n)) for n in range(9)], np.uin
 
 # One part of every record of a batch, in the order of the record's bytes: a constant (``bytes``, the
 # same in every record), a block (a uint8 array of one row per record, all rows of one width), or
-# pieces (one ``bytes`` per record, of the lengths given).
-_Part = bytes | np.ndarray | tuple[Sequence[bytes], np.ndarray]
+# pieces (one ``bytes`` per record, or all of them back to back in one uint8 array; and their
+# lengths). The record layer frames parts of this form (tfrec.record.framing_batch.RecordPart).
+_Part = bytes | np.ndarray | tuple[Sequence[bytes] | np.ndarray, np.ndarray]
 
 
 def _column_parts(column: Column, count: int) -> list[_Part]:
@@ -150,7 +151,7 @@ def _column_parts(column: Column, count: int) -> list[_Part]:
         if not count or (lengths == lengths[0]).all():  # every record's varints take the same bytes
             size = int(lengths[0]) if count else 0
             return [_packed_head(column.key, kind, size), data.reshape(count, size)]
-        return [_heads(column.key, kind, lengths), (split(data.tobytes(), lengths), lengths)]
+        return [_heads(column.key, kind, lengths), (data, lengths)]  # cut into pieces when joined
     raise ValueError(f"column {column.key!r}: no batched encoding for kind {kind}")
 
 
@@ -280,6 +281,13 @@ class RecordParts:
         else:
             self._parts, self.lengths = [], np.zeros(0, np.int64)
 
+    @property
+    def parts(self) -> list[_Part]:
+        """The parts of every record, in the order of its bytes (its head first): each a constant
+        (``bytes``), a block (uint8 rows, one per record) or pieces (``(bytes of each, lengths)``),
+        as :func:`~tfrec.record.framing_batch.frame_parts` takes them."""
+        return self._parts
+
     def records(self) -> list[bytes]:
         """Each record's bytes."""
         return _join(_merged(self._parts, self.count), self.count) if self.count else []
@@ -385,7 +393,7 @@ def _join(parts: list[_Part], count: int) -> list[bytes]:
         part = parts[0]
         if isinstance(part, bytes):
             return [part] * count
-        return list(_rows(part) if isinstance(part, np.ndarray) else part[0])
+        return list(_rows(part) if isinstance(part, np.ndarray) else _pieces_of(part))
     return list(map(b"".join, _pieces(parts, count)))
 
 
@@ -411,7 +419,13 @@ def _column_of(part: _Part, count: int) -> Sequence[bytes]:
         return [part] * count
     if isinstance(part, np.ndarray):
         return _rows(part)
-    return part[0]
+    return _pieces_of(part)
+
+
+def _pieces_of(part: tuple[Sequence[bytes] | np.ndarray, np.ndarray]) -> Sequence[bytes]:
+    """The pieces of ``part``, cut from its bytes when they are one uint8 array."""
+    pieces, lengths = part
+    return split(pieces.tobytes(), lengths) if isinstance(pieces, np.ndarray) else pieces
 
 
 def _rows(block: np.ndarray) -> tuple[bytes, ...]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import operator
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -33,7 +33,7 @@ from ..errors import MissingFeatureError
 from ..example import wire
 from ..example.batch_encode import RAW, Column, RecordParts, encode_columns
 from ..example.codec import PackedHeads, append_entry, encode_varints, join_entries, varint
-from ..record.framing_batch import Frames, frame_records
+from ..record.framing_batch import Frames, frame_parts, frame_records
 from .base import FeatureConnector, check_keys
 from .tensor import Encoding, Scalar, Tensor
 from .text import ClassLabel, Text
@@ -290,9 +290,10 @@ def compile_batch_encoder(
 
 
 def compile_column_encoder(
-    features: FeatureConnector, *, exact_floats: bool = False
-) -> Callable[[Mapping[str, Any], int], list[bytes]]:
-    """One function: ``(columns, count)`` -> the Example bytes of each of ``count`` records.
+    features: FeatureConnector, *, exact_floats: bool = False, framed: bool = False
+) -> Callable[[Mapping[str, Any], int], Sequence[bytes]]:
+    """One function: ``(columns, count)`` -> the Example bytes of each of ``count`` records (with
+    ``framed``: their TFRecord frames in one buffer, as :func:`compile_frame_encoder` gives them).
 
     ``columns`` maps each stored key (``"meta/lang"``) to that feature's values for every record:
     a numpy array whose first axis is the record, or any sequence of per-record values. An array
@@ -312,7 +313,7 @@ def compile_column_encoder(
     """
     leaves = list(_leaves(features, "", exact_floats))
 
-    def serialize_columns(columns: Mapping[str, Any], count: int) -> list[bytes]:
+    def serialize_columns(columns: Mapping[str, Any], count: int) -> Sequence[bytes]:
         batch: list[Column] = []
         for path, feature, columnize in leaves:
             if path not in columns:
@@ -320,7 +321,7 @@ def compile_column_encoder(
             values = columns[path]
             found = _array_column(feature, path, values, exact_floats)
             batch += [found] if found is not None else columnize(list(values))
-        return encode_columns(batch, count)
+        return _frames(batch, count) if framed else encode_columns(batch, count)
 
     return serialize_columns
 
@@ -384,13 +385,19 @@ def compile_frame_encoder(
 
     def serialize_frames(values: Iterable[Any]) -> Frames:
         rows = values if isinstance(values, list) else list(values)
-        parts = RecordParts(columnize(rows), len(rows))
-        # Each record joined alone, then framed: its CRC is taken of its bytes as they are (a CRC
-        # of each record read where it lies in one buffer of frames costs a numpy slice per record,
-        # which costs more than the second copy of its bytes, even for records of 4 KiB).
-        return frame_records(parts.records(), parts.lengths)
+        return _frames(columnize(rows), len(rows))
 
     return serialize_frames
+
+
+def _frames(columns: list[Column], count: int) -> Frames:
+    """The frames of the records of ``columns``: short records framed as rows of one array (no
+    bytes object or CRC call per record); longer ones joined one by one, then framed (a CRC of a
+    record where it lies in one buffer costs a numpy slice per record, more than a second copy of
+    its bytes, even for records of 4 KiB)."""
+    parts = RecordParts(columns, count)
+    framed = frame_parts(parts.parts, parts.lengths)
+    return framed if framed is not None else frame_records(parts.records(), parts.lengths)
 
 
 def _columnizer(feature: FeatureConnector, path: str, exact_floats: bool) -> Columnizer:
@@ -441,7 +448,8 @@ def _dict_columnizer(features: Mapping[str, FeatureConnector], path: str, exact_
 
     def columnize(values: list[Any]) -> list[Column]:
         # dicts of as many keys as the features, each of which they have: their keys are the features'
-        if set(map(type, values)) <= {dict} and set(map(len, values)) <= {len(names)}:
+        count = len(values)
+        if list(map(type, values)).count(dict) == count and list(map(len, values)).count(len(names)) == count:
             try:
                 picked = [list(map(getter, values)) for getter in getters]
             except KeyError:
@@ -474,7 +482,7 @@ def _tensor_column(tensor: Tensor, key: bytes, exact_floats: bool) -> Callable[[
             return None
         if kind == wire.BYTES:
             return _bytes_column(key, values) if scalar else None
-        types = set(map(type, values))
+        types = _one_type(values)
         stacked = _stacked(values, dtype, shape) if types == {np.ndarray} else None
         if kind == wire.FLOAT:
             if stacked is not None and dtype != np.float64:
@@ -493,6 +501,14 @@ def _tensor_column(tensor: Tensor, key: bytes, exact_floats: bool) -> Callable[[
     return column
 
 
+def _one_type(values: list[Any]) -> set[type]:
+    """``{T}`` when every value is of type ``T`` exactly, else an empty set: one pass that compares
+    types by identity (a set of them hashes each)."""
+    first = type(values[0])
+    return {first} if list(map(type, values)).count(first) == len(values) else set()
+
+
+_INT64_RANGE = (-(2**63), 2**63 - 1)
 _dtype_of, _shape_of, _ndim_of = (operator.attrgetter(name) for name in ("dtype", "shape", "ndim"))
 
 
@@ -518,16 +534,16 @@ def _stacked(values: list[np.ndarray], dtype: np.dtype, shape: tuple[int | None,
 
 def _python_ints(key: bytes, values: list[int], low: int, high: int) -> Column | None:
     try:
-        array = np.array(values, np.int64)
+        array = np.fromiter(values, np.int64, len(values))
     except OverflowError:
         return None  # beyond int64: the per-record path words the error
-    if int(array.min()) < low or int(array.max()) > high:
+    if (low, high) != _INT64_RANGE and (int(array.min()) < low or int(array.max()) > high):
         return None
     return Column(key, wire.INT64, array[:, None])
 
 
 def _python_floats(key: bytes, values: list[float], exact_floats: bool) -> Column | None:
-    wide = np.array(values, np.float64)
+    wide = np.fromiter(values, np.float64, len(values))
     with np.errstate(over="ignore", invalid="ignore"):
         narrow = wide.astype(np.float32)
     if not np.isfinite(narrow).all():  # NaN, inf or a finite value beyond float32: one by one
@@ -539,7 +555,7 @@ def _python_floats(key: bytes, values: list[float], exact_floats: bool) -> Colum
 
 def _bytes_column(key: bytes, values: list[Any]) -> Column | None:
     """str (as UTF-8) or bytes, one per record; None for anything else."""
-    types = set(map(type, values))
+    types = _one_type(values)
     if types == {bytes}:
         return Column(key, wire.BYTES, values)
     return _utf8_column(key, values) if types == {str} else None
@@ -557,10 +573,10 @@ def _label_column(label: ClassLabel, key: bytes) -> Callable[[list[Any]], Column
     def column(values: list[Any]) -> Column | None:
         if not values:
             return None
-        types = set(map(type, values))
+        types = _one_type(values)
         if types == {int}:
             try:
-                array: np.ndarray | None = np.array(values, np.int64)
+                array: np.ndarray | None = np.fromiter(values, np.int64, len(values))
             except OverflowError:
                 return None
             if int(array.min()) < -1 or int(array.max()) >= label.num_classes:  # type: ignore[union-attr]
@@ -580,7 +596,7 @@ def _text_column(key: bytes) -> Callable[[list[Any]], Column | None]:
     def column(values: list[Any]) -> Column | None:
         if not values:
             return None
-        types = set(map(type, values))
+        types = _one_type(values)
         if types == {bytes}:
             try:
                 for v in values:

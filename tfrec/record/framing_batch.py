@@ -23,9 +23,30 @@ from typing import overload
 import numpy as np
 
 from .crc import crc_function, mask_array
+from .crc_columns import RowCrcs
 from .frame import FOOTER, FRAMING, HEADER, length_crcs
 
-__all__ = ["Frames", "frame_heads", "frame_records", "seal_frames"]
+__all__ = [
+    "FRAMED_BYTES",
+    "Frames",
+    "RecordPart",
+    "frame_heads",
+    "frame_parts",
+    "frame_records",
+    "seal_frames",
+]
+
+# One part of every record of a batch, in the order of the records' bytes: a constant (``bytes``, the
+# same in every record), a block (a uint8 array of one row per record, all rows of one width), or
+# pieces (one ``bytes`` per record, or all of them back to back in one uint8 array; and their
+# lengths as int64).
+RecordPart = bytes | np.ndarray | tuple[Sequence[bytes] | np.ndarray, np.ndarray]
+
+# Records up to this long are framed by frame_parts. A byte column costs its CRC a table lookup
+# over the batch (~5 ns a record), a record one CRC call, a join and a copy (~0.8 µs): measured on
+# rows of an int, a float and n floats, frame_parts was ~40% faster for 63-byte records, ~10% for
+# 111-byte ones, and ~50% slower for 180-byte ones.
+FRAMED_BYTES = 128  # at most crc_columns.MAX_ROW_CRC
 
 
 class Frames(Sequence[bytes]):
@@ -163,6 +184,91 @@ def seal_frames(buffer: bytearray, lengths: np.ndarray) -> Frames:
     view[(ends[:, None] + np.arange(FOOTER)).ravel()] = crcs.astype("<u4").view(np.uint8)
     del view, records  # the buffer is released: no export of it stays
     return Frames(buffer, lengths)
+
+
+def frame_parts(parts: Sequence[RecordPart], lengths: np.ndarray) -> Frames | None:
+    """The frames of records given as ``parts`` (their ``lengths``, int64), written straight into
+    one buffer and checksummed a byte column at a time over every record
+    (:class:`~.crc_columns.RowCrcs`): no ``bytes`` per record is made, and no CRC call per record.
+    For short records only: None when a record may be longer than :data:`FRAMED_BYTES`.
+
+    Each part is written into every frame by one numpy assignment (its value in each record as one
+    item of its longest value's width, at the record's offset), in the order of the records' bytes:
+    the bytes a shorter piece leaves after it are overwritten by the next part, or the footer; pieces
+    whose lengths differ more than that are written byte by byte.
+
+    Example:
+        >>> frames = frame_parts([b"k", np.array([[1], [2]], np.uint8)], np.array([2, 2]))
+        >>> frames.data == frame_records([b"k\\x01", b"k\\x02"]).data
+        True
+    """
+    count = len(lengths)
+    widths = [_width(part) for part in parts]
+    if not count or sum(widths) > FRAMED_BYTES:
+        return None
+    sizes = [part[1] if isinstance(part, tuple) else size for part, size in zip(parts, widths, strict=True)]
+    after: list[int | np.ndarray] = []  # record bytes after each part: an int when those are of one width
+    tail: int | np.ndarray = 0
+    for size in reversed(sizes):
+        after.append(tail)
+        tail = tail + size
+    after.reverse()
+    total = int(lengths.sum()) + FRAMING * count
+    buffer = bytearray(total + max(widths, default=0))  # room for the last record's longest piece
+    view = np.frombuffer(buffer, np.uint8)
+    at = np.zeros(count, np.int64)  # where each frame starts, then where its next part goes
+    np.cumsum(lengths[:-1] + FRAMING, out=at[1:])
+    _put(view, at, lengths.astype("<u8").view(np.uint8).reshape(count, 8))
+    _put(view, at + 8, mask_array(length_crcs(lengths)).astype("<u4").view(np.uint8).reshape(count, 4))
+    at += HEADER
+    crcs = RowCrcs(lengths)
+    for part, width, size, behind in zip(parts, widths, sizes, after, strict=True):
+        if not width:
+            continue
+        if isinstance(part, bytes):
+            crcs.add_constant(part, behind)
+        elif isinstance(part, np.ndarray):
+            crcs.add_block(part, behind + width - 1)
+        else:
+            pieces, lengths_of = part
+            block = np.zeros((count, width), np.uint8)  # each piece, then zero bytes (none in a CRC)
+            flat = pieces if isinstance(pieces, np.ndarray) else np.frombuffer(b"".join(pieces), np.uint8)
+            block[np.arange(width) < lengths_of[:, None]] = flat
+            crcs.add_block(block, behind + lengths_of - 1)
+            if (width - lengths_of > behind + FOOTER).any():  # a row would run into the next frame
+                starts = np.repeat(at - np.cumsum(lengths_of) + lengths_of, lengths_of)
+                view[starts + np.arange(len(starts))] = flat
+                at += size
+                continue
+            part = block
+        _put(view, at, part)
+        at += size
+    _put(view, at, mask_array(crcs.crcs()).astype("<u4").view(np.uint8).reshape(count, FOOTER))
+    del view
+    del buffer[total:]
+    return Frames(buffer, lengths)
+
+
+def _put(buffer: np.ndarray, at: np.ndarray, values: bytes | np.ndarray) -> None:
+    """Write ``values`` (a block: row ``i`` at ``at[i]``; or bytes, at every offset) into ``buffer``
+    (uint8), each row as one item: numpy copies a narrow slice of many rows a row at a time, ~4x
+    slower."""
+    width = len(values) if isinstance(values, bytes) else values.shape[1]
+    item = np.dtype((np.void, width))
+    windows = np.ndarray((len(buffer) - width + 1,), item, buffer, strides=(1,))  # every offset's
+    if isinstance(values, bytes):
+        windows[at] = np.void(values)
+    else:
+        windows[at] = np.ascontiguousarray(values).view(item)[:, 0]
+
+
+def _width(part: RecordPart) -> int:
+    """The bytes ``part`` takes in a record at most: its longest value's."""
+    if isinstance(part, bytes):
+        return len(part)
+    if isinstance(part, np.ndarray):
+        return int(part.shape[1])
+    return int(part[1].max()) if len(part[1]) else 0
 
 
 @lru_cache(maxsize=64)

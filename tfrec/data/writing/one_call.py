@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from typing import Any
 
 from ...errors import OptionalDependencyError
@@ -67,7 +67,7 @@ def write_dataset(
         >>> summary = tfrec.write_dataset(samples, "out/train", features, num_shards=8)
         >>> summary.shard_lengths
     """
-    table = table_records(samples, features)  # a DataFrame, Arrow table, numpy columns, HF dataset...
+    table = table_records(samples, features, framed=True)  # a DataFrame, Arrow table, numpy columns...
     if table is not None and not overwrite:  # its features.json goes beside the shards: refuse another's
         other = differing_features_file(table.features, parent_directory(os.fspath(path_prefix)))
         refuse_existing(os.fspath(path_prefix), [other] if other else [], "overwrite=True")
@@ -96,8 +96,8 @@ def write_dataset(
     return writer.summary
 
 
-def _write_chunks(writer: ShardedWriter, chunks: Iterable[list[bytes]], bar: Any) -> None:
-    """Records already encoded a batch at a time (a table's), each batch written whole."""
+def _write_chunks(writer: ShardedWriter, chunks: Iterable[Sequence[bytes]], bar: Any) -> None:
+    """Records already encoded (and framed) a batch at a time (a table's), each batch written whole."""
     with bar if bar is not None else contextlib.nullcontext():
         for records in chunks:
             writer.write_many(records)  # bytes: the writer has no features

@@ -289,11 +289,16 @@ class ShardedWriter:
         self._written += 1
 
     def write_many(self, items: Iterable[Any]) -> int:
-        """Write every record (or sample) of ``items``; faster than :meth:`write` in a loop.
+        """Write every record (or sample) of ``items``; faster than :meth:`write` in a loop. Records
+        framed together (:class:`~tfrec.record.framing_batch.Frames`: a table's batch) are written as
+        they are.
 
         Returns:
             The number written.
         """
+        if isinstance(items, Frames) and self._features is None:  # framed together already (a table's)
+            self._write_records(items)
+            return len(items)
         count = 0
         chunks = (  # samples are serialized together, in batches that are chunks already
             record_chunks(map(self._serialize, items))

@@ -93,19 +93,21 @@ class EncodedTable:
 
     Attributes:
         features: the features that stored them (given, or inferred from the table).
-        chunks: the Example bytes of each batch of rows, in order (lazily encoded).
+        chunks: the Example bytes of each batch of rows, in order (lazily encoded): a list, or
+            with ``framed=True`` their TFRecord frames in one buffer (:class:`Frames`).
         rows: the number of rows, when known before reading them.
     """
 
     features: FeaturesDict
-    chunks: Iterable[list[bytes]]
+    chunks: Iterable[Sequence[bytes]]
     rows: int | None
 
 
-def table_records(data: Any, features: FeaturesDict | None) -> EncodedTable | None:
+def table_records(data: Any, features: FeaturesDict | None, *, framed: bool = False) -> EncodedTable | None:
     """``data``'s records when it is a table, encoded column by column; None when it is not.
 
-    ``features`` None: inferred from the table's columns.
+    ``features`` None: inferred from the table's columns. ``framed``: each batch's records as their
+    frames, in one buffer, for a writer (no bytes object per record).
 
     Raises:
         SchemaError: a column name breaks the naming rule, a column has no feature (given
@@ -124,11 +126,11 @@ def table_records(data: Any, features: FeaturesDict | None) -> EncodedTable | No
         table = reader(data, features)
     if table is None:
         return None
-    encode = compile_column_encoder(table.features, exact_floats=table.features.exact_floats)
+    encode = compile_column_encoder(table.features, exact_floats=table.features.exact_floats, framed=framed)
     names = {name for name, _ in feature_leaves(table.features)}
     exact = table.features.exact_floats
 
-    def chunks(batches: Iterable[Mapping[str, Any]]) -> Iterator[list[bytes]]:
+    def chunks(batches: Iterable[Mapping[str, Any]]) -> Iterator[Sequence[bytes]]:
         for batch in batches:
             extra = sorted(set(batch) - names)
             if extra:
