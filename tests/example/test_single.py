@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -11,12 +13,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrec
+from tfrec.cache import clear_all
 from tfrec.example.parse import examples
 
 KEYS = ["a", "b", "label", "tokens"]
 INTS = st.integers(-(2**63), 2**63 - 1)
 FLOATS = st.floats(width=32, allow_nan=False)
 BYTES = st.binary(max_size=6)
+
+
+@contextlib.contextmanager
+def _batch_path_only() -> Iterator[None]:
+    """parse_single_example by the batch path alone: no one-record decoder for any spec (those of
+    the specs seen before are forgotten, here and after)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(examples, "one_record_decoder", lambda plan, **options: None)
+        clear_all()
+        yield
+    clear_all()
 
 
 @st.composite
@@ -107,8 +121,7 @@ def test_direct_path_is_the_batch_path(draw: st.DataObject) -> None:
     spec = draw.draw(specs())
     data = draw.draw(records(spec))
     direct = _outcome(data, spec)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(examples, "parse_one", lambda plan, record: None)
+    with _batch_path_only():
         batch = _outcome(data, spec)
     assert _same(direct, batch), (direct, batch)
 
@@ -122,8 +135,14 @@ def test_usual_record_takes_the_direct_path(monkeypatch: pytest.MonkeyPatch) -> 
         "tokens": tfrec.FixedLenSequenceFeature([], tfrec.int64, allow_missing=True),
     }
     taken = []
-    real = examples.parse_one
-    monkeypatch.setattr(examples, "parse_one", lambda plan, record: taken.append(1) or real(plan, record))
+    real = examples.one_record_decoder
+
+    def counted(plan: Any, **options: Any) -> Any:
+        decode = real(plan, **options)
+        return lambda record: taken.append(1) or decode(record)
+
+    monkeypatch.setattr(examples, "one_record_decoder", counted)
+    clear_all()  # specs seen before keep the decoder they were given
     out = tfrec.parse_single_example(data, spec)
     assert out["label"] == np.array(3) and out["label"].shape == ()
     assert out["emb"].dtype == np.float32 and out["emb"].tolist() == [1.0] * 4
@@ -151,8 +170,7 @@ def test_records_of_one_spec_in_a_row_are_the_batch_path(draw: st.DataObject) ->
     # spec, read in a row and again in reverse, still give what the batch path gives.
     spec = draw.draw(specs())
     data = draw.draw(st.lists(records(spec), min_size=2, max_size=8))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(examples, "parse_one", lambda plan, record: None)
+    with _batch_path_only():
         batch = [_outcome(record, spec) for record in data]
     for record, expected in [*zip(data, batch, strict=True), *reversed(list(zip(data, batch, strict=True)))]:
         direct = _outcome(record, spec)
@@ -259,8 +277,7 @@ def test_records_of_one_layout_are_the_batch_path(draw: st.DataObject) -> None:
     # ones, and values of another length, fall back to the walk, then to the batch path.
     spec = draw.draw(specs())
     data = draw.draw(one_writers_records(spec))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(examples, "parse_one", lambda plan, record: None)
+    with _batch_path_only():
         batch = [_outcome(record, spec) for record in data]
     parse = examples.single_example_parser(spec)
     for _ in range(2):
@@ -318,3 +335,68 @@ def test_threads_sharing_a_decoder_over_many_layouts_get_every_value() -> None:
     with ThreadPoolExecutor(4) as pool:
         for got in pool.map(decode_all, range(4)):
             assert got == expected * 5
+
+
+@st.composite
+def some_writers_records(draw: st.DrawFn, spec: dict[str, Any]) -> list[bytes]:
+    """Records in a few layouts, taking turns: the keys in an order of their own, some left out (an
+    optional key missing is another layout; a required one is the batch path's error to report)."""
+    layouts = [
+        draw(st.lists(st.sampled_from([*spec, "other"]), min_size=1, max_size=len(spec) + 1, unique=True))
+        for _ in range(draw(st.integers(2, 3)))
+    ]
+    out = []
+    for n in range(draw(st.integers(4, 12))):
+        entries = [
+            (key, wb.ints(draw(INTS)) if key == "other" else _fitting(draw, spec[key]))
+            for key in layouts[n % len(layouts)]
+        ]
+        out.append(wb.example(*(wb.entry(key, feature) for key, feature in entries)))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_records_of_several_layouts_in_turns_are_the_batch_path(draw: st.DataObject) -> None:
+    # Layouts that come back are compiled into one decoder, which tells them apart where they part.
+    spec = draw.draw(specs())
+    data = draw.draw(some_writers_records(spec))
+    with _batch_path_only():
+        batch = [_outcome(record, spec) for record in data]
+    parse = examples.single_example_parser(spec)
+    for _ in range(3):
+        for record, expected in zip(data, batch, strict=True):
+            assert _same(_outcome(record, spec), expected), record
+            assert _same(_parsed_by(parse, record), expected), record
+
+
+def test_a_record_lacking_an_optional_key_takes_the_compiled_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfrec.example.parse import single
+
+    compiled: list[int] = []
+    real = single.layout_decoder
+    monkeypatch.setattr(single, "layout_decoder", lambda *args: compiled.append(len(args[0])) or real(*args))
+    spec = {
+        "lacking_n": tfrec.FixedLenFeature([], tfrec.int64),
+        "lacking_t": tfrec.FixedLenFeature([], tfrec.string, default_value=b"none"),
+    }
+    full = tfrec.encode_example({"lacking_n": 1, "lacking_t": b"x"})
+    short = tfrec.encode_example({"lacking_n": 2})
+    turns = [full, full, short, short] + [full, short] * 3
+    outs = [tfrec.parse_single_example(record, spec) for record in turns]
+    assert compiled == [1, 2]  # the usual layout, then both: the turns that follow compile nothing
+    assert [(int(out["lacking_n"]), out["lacking_t"][()]) for out in outs[-2:]] == [(1, b"x"), (2, b"none")]
+    assert outs[-1]["lacking_t"].dtype == object and outs[-1]["lacking_t"].shape == ()
+
+
+def test_specs_mutated_between_calls_are_honoured() -> None:
+    data = tfrec.encode_example({"x": [1, 2], "y": [3.0]})
+    spec: dict[str, Any] = {"x": tfrec.FixedLenFeature([2], tfrec.int64)}
+    assert list(tfrec.parse_single_example(data, spec)) == ["x"]
+    spec["y"] = tfrec.FixedLenFeature([1], tfrec.float32)  # a key added
+    assert tfrec.parse_single_example(data, spec)["y"].tolist() == [3.0]
+    del spec["x"]  # a key removed
+    assert list(tfrec.parse_single_example(data, spec)) == ["y"]
+    spec["y"] = tfrec.FixedLenFeature([1], tfrec.int64)  # replaced by one of another kind
+    with pytest.raises(tfrec.DecodeError):
+        tfrec.parse_single_example(data, spec)

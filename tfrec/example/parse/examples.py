@@ -32,7 +32,7 @@ from .checks import Checks
 from .inputs import as_records, decode_error, record_names
 from .outputs import spec_output
 from .plan import Plan, Spec, plan_of
-from .single import one_record_decoder, parse_one
+from .single import one_record_decoder
 from .specs import FixedLenFeature
 
 __all__ = ["parse_example", "parse_single_example", "single_example_parser"]
@@ -100,44 +100,52 @@ def parse_single_example(
         array([b'a', b'b'], dtype=object)
     """
     if type(serialized) is bytes:  # the usual call: nothing to convert
-        held = _PLANS.get(id(features))  # (a copy of the specs of an earlier call, their plan)
+        held = _SINGLE.get(id(features))  # (a copy of the specs of an earlier call, plan, decoder)
         try:
             # Specs compare by identity first: the usual call compares no spec's fields.
-            plan = held[1] if held is not None and features == held[0] else _plan_of_single(features)
+            if held is None or features != held[0]:
+                held = _single_of(features)
         except (TypeError, ValueError):  # a spec replaced by one holding an array: another spec
-            plan = _plan_of_single(features)
-        parsed = parse_one(plan, serialized)  # the direct path; None leaves the record to the batch path
-        return parsed if parsed is not None else _parse_by_batch(plan, [serialized])
+            held = _single_of(features)
+        parsed = held[2](serialized)  # the direct path; None leaves the record to the batch path
+        return parsed if parsed is not None else _parse_by_batch(held[1], [serialized])
     records, single = as_records(serialized)
     if not single:
         raise SchemaError("Input serialized must be a scalar")
-    plan = _plan_of_single(features)
-    parsed = parse_one(plan, records[0])
+    _, plan, direct = _single_of(features)
+    parsed = direct(records[0])
     if parsed is not None:
         return parsed
     return _parse_by_batch(plan, records)
 
 
-def _plan_of_single(features: Mapping[str, Spec]) -> Plan:
-    """The plan of ``features`` for one record, remembered for the next call with a copy of the specs
-    when none can change in place (all are hashable): comparing the copy with the specs of a call
-    costs less than :func:`plan_of`'s check, which also follows shapes given as lists."""
+def _single_of(features: Mapping[str, Spec]) -> tuple[dict[str, Spec], Plan, Callable[[bytes], Any]]:
+    """A copy of ``features``, their plan and its one-record decoder (:func:`one_record_decoder`, or
+    one that leaves every record to the batch path), remembered for the next call when no spec can
+    change in place (all are hashable): comparing the copy with the specs of a call costs less than
+    :func:`plan_of`'s check, which also follows shapes given as lists; and the call then finds its
+    decoder in the same lookup."""
     if features is None:
         raise SchemaError("Invalid argument: features cannot be None.")
     if not features:
         raise SchemaError("Invalid argument: features cannot be empty.")
     plan = plan_of(features)
+    held = (dict(features), plan, one_record_decoder(plan) or _batch_only)
     try:
         hash(tuple(features.values()))
     except TypeError:
-        return plan
-    _PLANS.put(id(features), (dict(features), plan))
-    return plan
+        return held
+    return _SINGLE.put(id(features), held)
 
 
-# parse_single_example's plans by the id of the specs mapping, with a copy of the specs (compared
-# with the specs of a call: an id can be reused).
-_PLANS: BoundedCache[int, tuple[dict[str, Spec], Plan]] = BoundedCache(64)
+def _batch_only(serialized: bytes) -> None:
+    """The one-record decoder of a plan with a spec the direct path leaves to the batch path."""
+    return None
+
+
+# parse_single_example's specs by the id of the mapping: a copy of the specs (compared with the
+# specs of a call: an id can be reused), their plan and its one-record decoder.
+_SINGLE: BoundedCache[int, tuple[dict[str, Spec], Plan, Callable[[bytes], Any]]] = BoundedCache(64)
 
 
 def _parse_by_batch(plan: Plan, records: Sequence[bytes]) -> dict[str, Any]:

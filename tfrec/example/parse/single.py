@@ -18,7 +18,8 @@ length) are the same from record to record whenever the entry's length is. The
 decoder remembers these *heads* per place of an entry in its record: one dict
 lookup by the head's bytes then stands for reading and checking up to six
 fields, and only a head never seen there is read field by field. A whole layout
-(the keys in order, the lengths of their heads) seen twice is compiled into one
+(the keys in order, the lengths of their heads) seen twice is compiled, with the
+other layouts that came back (a key missing is another layout), into one
 straight-line function (:mod:`.single_layout`) that is tried first; on any
 surprise the walk reads the record.
 
@@ -58,12 +59,13 @@ _Head = tuple[int, Any, "ListDecoder | None", int]
 _HEADS = 64  # heads remembered per place (entry lengths vary): bounded
 _PLACES = 1024  # places remembered: a record of more entries is left to the batch path
 _LAYOUTS = 16  # layouts remembered per decoder (compiled when seen twice): bounded
+_TRIED = 4  # layouts compiled into one decoder (the last to come back): bounded
 
 
 def parse_one(plan: Plan, data: bytes) -> dict[str, Any] | None:
     """``data`` parsed by ``plan`` as ``parse_single_example`` parses it, or None when the record is
     not in the usual form (a key missing, another kind, another count, another layout, malformed)."""
-    decode = _ARRAY_DECODERS[plan]
+    decode = _DECODERS[plan, False]
     return None if decode is None else decode(data)
 
 
@@ -156,23 +158,26 @@ def _compile(wanted: tuple[Plan, bool]) -> _Decoder | None:
                 out[key] = fill()
         return out
 
-    # The straight-line decoder of the layout of the last record the walk read, if compiled; the
-    # layouts seen (compiled once seen twice: a layout seen once may never come back).
+    # The straight-line decoder of the layouts that came back (``tried``, in the order they did: a
+    # record lacking an optional key is just another layout); the layouts seen (True: in the decoder).
     chosen: list[_Decoder | None] = [None]
-    layouts: dict[Layout, Any] = {}
+    layouts: dict[Layout, bool] = {}
+    tried: list[Layout] = []
 
     def adopt(layout: Layout) -> None:
-        """Make ``layout`` (of a record the walk has read) the one tried first, compiled when it
-        comes back. Threads may race here: every decoder remembered is a true one."""
-        fast = layouts.get(layout, _ABSENT)  # one lookup: another thread may empty the dict
-        if fast is _ABSENT:
+        """Note ``layout`` (of a record the walk has read); compile the decoder anew, with it, when
+        it comes back. Threads may race here: every decoder remembered is a true one."""
+        compiled = layouts.get(layout)
+        if compiled:
+            return  # in the decoder already (which found a head new at its place, or a value unusual)
+        if compiled is None:  # seen once: it may never come back
             if len(layouts) >= _LAYOUTS:
                 layouts.clear()
-            layouts[layout] = None
+            layouts[layout] = False
             return
-        if fast is None:
-            fast = layouts[layout] = layout_decoder(layout, places, entries, keys, absent)
-        chosen[0] = fast
+        layouts[layout] = True
+        tried[:] = [*[known for known in tried if known != layout][1 - _TRIED :], layout]
+        chosen[0] = layout_decoder(tuple(tried), places, entries, keys, absent)
 
     def decode(data: bytes) -> dict[Any, Any] | None:
         fast = chosen[0]
@@ -216,10 +221,6 @@ def _absent_value(spec: Any, shape: tuple[int, ...], steps: bool, as_is: bool) -
 # Compiled per plan and form of bytes scalars, keyed by the plan object (plans are cached, so the
 # same few come back).
 _DECODERS: BoundedCache[tuple[Plan, bool], _Decoder | None] = BoundedCache(64, compute=_compile)
-# parse_one's, by the plan alone: a lookup without a tuple to build and hash per record.
-_ARRAY_DECODERS: BoundedCache[Plan, _Decoder | None] = BoundedCache(
-    64, compute=lambda plan: _DECODERS[plan, False]
-)
 
 
 def _read_head(data: bytes, pos: int, size: int, slots: dict[bytes, _Slot]) -> tuple[int, _Head] | None:

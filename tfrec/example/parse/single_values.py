@@ -32,7 +32,6 @@ __all__ = [
     "list_decoder",
     "scalar_bytes",
     "scalar_bytes_as_is",
-    "scalar_object",
 ]
 
 _FIELD_1 = wire.FIELD_1
@@ -48,7 +47,6 @@ _INT64_MAX = (1 << 63) - 1
 _FLOATS_AS_IS = sys.byteorder == "little"
 # dtypes as objects: numpy converts "<f4" or np.int64 to one on every call otherwise.
 _F4, _FLOAT32, _INT64, _UINT64, _OBJECT = map(np.dtype, ("<f4", "float32", "int64", "uint64", "object"))
-_EMPTY_SCALAR = np.empty((), _OBJECT)  # copied and filled per string scalar
 _Int64List = feature_pb2.Int64List.FromString
 
 # (data, start, end of a list body or payload) -> the spec's array (or a scalar's bytes, when asked
@@ -171,16 +169,9 @@ def _scalar_int(data: bytes, start: int, end: int) -> np.ndarray | None:
 
 
 def scalar_bytes(data: bytes, start: int, end: int) -> np.ndarray | None:
-    """One bytes value (a payload) as a 0-d object array."""
-    return scalar_object(data[start:end])
-
-
-def scalar_object(value: Any) -> np.ndarray:
-    """``value`` in a 0-d object array: an empty one copied and filled (np.array(value, object) costs
-    nearly twice as much: it first asks whether the value is a sequence)."""
-    array = _EMPTY_SCALAR.copy()
-    array[()] = value
-    return array
+    """One bytes value (a payload) as a 0-d object array. ``np.array(value, object)`` is the cheapest
+    way to make it (numpy 2.x: ~0.1 us less than an empty one copied and filled, measured in turns)."""
+    return np.array(data[start:end], _OBJECT)
 
 
 def scalar_bytes_as_is(data: bytes, start: int, end: int) -> bytes:
