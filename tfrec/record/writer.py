@@ -127,8 +127,10 @@ class RecordWriter:
     a replaced file stays whole until the new one is.
     Frames are copied into a page of about 1 MiB as records are written (a record of 64 KiB or
     more is written from where it is), so the caller's record can be freed at once. For a path or
-    a plain file object (``open(..., "wb")``) full pages are written by a background thread while
-    the caller fills the next page; the thread stops at :meth:`close` (or when the writer is
+    a plain file object (``open(..., "wb")``) pages filled by :meth:`write_many` are written by a
+    background thread while the caller fills the next page (pages filled by :meth:`write`, one
+    record at a time, are written in the caller's thread: a hand-over per page cost more there than
+    the overlap gave); the thread stops at :meth:`close` (or when the writer is
     garbage-collected), and a page it is writing is finished before a fork and at exit. An error
     of the thread's write (a full disk...) is raised by the next call that hands over a page
     (a write that fills one), or by :meth:`flush` or :meth:`close` at the latest. Other file
@@ -237,7 +239,8 @@ class RecordWriter:
         size = len(record)
         pages = self._pages
         if size >= _OWN_JOB:
-            self._guarded(pages.write_parts, [_header(size), record, _pack_crc(mask(self._crc(record)))])
+            frame = [_header(size), record, _pack_crc(mask(self._crc(record)))]
+            self._guarded(pages.write_parts, frame, True)  # in the caller's thread, as pages below
             return
         # Per record: a cached header, one CRC, three copies into the page.
         put = pages.put
@@ -248,7 +251,7 @@ class RecordWriter:
             pages.lengths.append(size)
         pages.at += size + _FRAMING
         if pages.at >= _FLUSH_BYTES:
-            self._guarded(pages.drain)
+            self._guarded(pages.drain, True)  # one record at a time: written in the caller's thread
 
     def write_many(self, records: Iterable[BytesLike]) -> int:
         """Append many records; faster than calling :meth:`write` in a loop.
