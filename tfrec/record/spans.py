@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import sys
 import threading
@@ -46,6 +47,7 @@ PIECE = 1 << 20  # bytes read at once: each piece's frames are checked while the
 # (measured on 1.6 MB spans of 100 KiB records: 10-20% slower threaded with the thread alone
 # copying; with both copying in pieces of 256-512 KiB, no faster than this thread alone).
 FILL_AHEAD_MIN = 4 << 20
+PIECE_FRAMES_MAX = 4 * PIECE  # longer frames are not pieces of a fill: read in PIECE bytes at a time
 _KEEP = 4  # maps a pool keeps: the batch a consumer holds, the one being read, and slack
 
 
@@ -165,15 +167,19 @@ def read_span(
             if goal > len(buffer):
                 buffer = pool.resize(buffer, goal)
             start = filled
+            ahead = goal - filled >= FILL_AHEAD_MIN
+            cuts = walk.cuts(buffer, start, goal) if ahead and digest is not None else None
             with (
                 memoryview(buffer) as view,
                 contextlib.closing(
                     stream.fill(
-                        view[filled:goal],
-                        at + filled - first,
+                        view[start:goal],
+                        at + start - first,
                         index,
                         PIECE,
-                        ahead=goal - filled >= FILL_AHEAD_MIN,
+                        ahead=ahead,
+                        cuts=cuts,
+                        after=None if cuts is None else functools.partial(walk.digest_piece, view, start),
                     )
                 ) as pieces,
             ):
@@ -203,7 +209,19 @@ def read_span(
 class _Walk:
     """The whole frames of a span so far (up to ``wanted``), each digested as it is found."""
 
-    __slots__ = ("checked", "count", "crcs", "damaged", "digest", "ends", "pos", "verify", "wanted")
+    __slots__ = (
+        "checked",
+        "count",
+        "crcs",
+        "damaged",
+        "digest",
+        "ends",
+        "guess",
+        "pos",
+        "summed",
+        "verify",
+        "wanted",
+    )
 
     def __init__(
         self, pos: int, wanted: int, digest: Callable[[np.ndarray], int] | None, verify: bool
@@ -217,13 +235,52 @@ class _Walk:
         self.checked: tuple[int, int] = (-1, 0)  # the last header whose length CRC matched
         self.crcs: list[int] = []
         self.ends: list[int] = []
+        # Data CRCs taken by the threads that filled the frames (digest_piece), by the buffer
+        # position of the frame: (the position past it, its CRC). A frame whose bounds differ (the
+        # frames were not as long as the guess) is summed by the walk.
+        self.summed: dict[int, tuple[int, int]] = {}
+        # The frames of the fill being read, as guessed: (the position of the first, the length of
+        # each with its framing, how many are wanted). The walk moves on meanwhile: the threads'
+        # sums follow this.
+        self.guess = (0, 1, 0)
+
+    def cuts(self, buffer: mmap.mmap, start: int, goal: int) -> list[int] | None:
+        """Where to cut ``buffer[start:goal]`` into pieces for :meth:`digest_piece`: at the ends
+        of whole frames, each as long as the frame at :attr:`pos` (whose header is read), about
+        :data:`PIECE` bytes a piece (``None``: the frames are too long to be pieces)."""
+        pos = self.pos
+        if pos + frame.HEADER > start:
+            return None
+        size = frame.unpack_length(buffer, pos)[0] + frame.FRAMING
+        if size > PIECE_FRAMES_MAX:
+            return None
+        self.guess = (pos, size, self.wanted - self.count)
+        step = max(1, PIECE // size) * size
+        return [end - start for end in range(pos + step, goal, step) if end > start] + [goal - start]
+
+    def digest_piece(self, view: memoryview, start: int, begin: int, end: int) -> None:
+        """Take the data CRCs of the guessed frames that end in ``view[start + begin:start + end]``
+        (called by the thread that filled it, while the bytes are in its cache)."""
+        (pos, size, wanted), digest = self.guess, self.digest
+        assert digest is not None
+        begin += start
+        end += start
+        first = max(0, (begin - pos) // size)  # the first guessed frame ending after begin
+        last = min((end - pos) // size, wanted)  # frames ending at or before end
+        if last <= first:
+            return
+        u8 = np.frombuffer(view, np.uint8, last * size, pos)
+        head, foot, summed = frame.HEADER, frame.FOOTER, self.summed
+        for k in range(first, last):
+            at = k * size
+            summed[pos + at] = (pos + at + size, digest(u8[at + head : at + size - foot]))
 
     def over(self, buffer: mmap.mmap, filled: int) -> None:
         """Go on over the frames that are whole in ``buffer[:filled]``."""
         if self.damaged:
             return
         pos, count, wanted, digest, verify = self.pos, self.count, self.wanted, self.digest, self.verify
-        crcs, ends, checked = self.crcs, self.ends, self.checked
+        crcs, ends, checked, summed = self.crcs, self.ends, self.checked, self.summed
         head, foot, unpack_header = frame.HEADER, frame.FOOTER, frame.unpack_header
         # One array over what is filled, sliced per frame (dropped on return: a map with a view
         # alive cannot be resized).
@@ -240,7 +297,11 @@ class _Walk:
             if after > filled:
                 break
             if u8 is not None and digest is not None:
-                crcs.append(digest(u8[pos + head : after - foot]))
+                known = summed.get(pos)
+                if known is not None and known[0] == after:
+                    crcs.append(known[1])
+                else:
+                    crcs.append(digest(u8[pos + head : after - foot]))
             ends.append(after)
             pos, count = after, count + 1
         self.pos, self.count, self.checked = pos, count, checked
