@@ -35,20 +35,20 @@ import numpy as np
 
 from . import frame
 from .batch import PAD
+from .spans_ahead import PIECE, SpansAhead, digest_frames
 from .stream import RecordStream
 
 __all__ = ["FILL_AHEAD_MIN", "PAGE", "PIECE", "POOL", "SPAN_LIMIT", "Span", "SpanPool", "read_span"]
 
 PAGE = mmap.PAGESIZE
 SPAN_LIMIT = 256 << 20  # a span grows no further once it holds a frame (larger batches are joined)
-PIECE = 1 << 20  # bytes read at once: each piece's frames are checked while the next is read
 # Spans read from this size on are filled by a background thread and this one together while their
 # CRCs are taken (fill_ahead). Below it the two pieces or so gained less than handing them over cost
 # (measured on 1.6 MB spans of 100 KiB records: 10-20% slower threaded with the thread alone
 # copying; with both copying in pieces of 256-512 KiB, no faster than this thread alone).
 FILL_AHEAD_MIN = 4 << 20
 PIECE_FRAMES_MAX = 4 * PIECE  # longer frames are not pieces of a fill: read in PIECE bytes at a time
-_KEEP = 4  # maps a pool keeps: the batch a consumer holds, the one being read, and slack
+_KEEP = 10  # maps a pool keeps: the batch a consumer holds, the one being read, those read ahead, slack
 
 
 def _holders(maps: list[mmap.mmap] | list[object], i: int) -> int:
@@ -143,6 +143,7 @@ def read_span(
     index: int,
     digest: Callable[[np.ndarray], int] | None = None,
     verify_lengths: bool = False,
+    ahead: SpansAhead | None = None,
 ) -> Span:
     """Read the stream on from the frame at offset ``at`` until ``wanted`` whole frames and
     :data:`PAD` bytes after them are in one buffer, or the stream ends (at offset ``end``).
@@ -151,41 +152,29 @@ def read_span(
     bytes of the stream follow it. Reads are sized by the frames' lengths, guessed first from the
     frame at ``at``. The buffer is exactly as long as what was read. ``digest`` (a CRC32C) is
     taken of each wanted frame's data as soon as it is read, while it is still in the cache.
+    With ``ahead``, a span too small to share its fill between two threads is read with the
+    spans of the next batches (:mod:`~tfrec.record.spans_ahead`), and a span read so is used.
     """
     first = at % PAGE  # the frame's offset within a page, in the buffer as in the file
     stop = first + end - at  # where the stream ends, as a buffer position
     size = frame.unpack_length(leftover, 0)[0] + frame.FRAMING
     limit = first + max(SPAN_LIMIT, size + PAD)
     goal = min(stop, limit, first + max(1, wanted) * size + PAD)
-    buffer = pool.take(max(goal, first + len(leftover)))
-    buffer[first : first + len(leftover)] = leftover
-    filled = first + len(leftover)
     walk = _Walk(first, wanted, digest, verify_lengths)
+    early = ahead.take(stream, at, leftover) if ahead is not None else None
+    if early is not None:
+        buffer, filled, walk.summed = early.buffer, early.filled, early.summed
+    else:
+        buffer = pool.take(max(goal, first + len(leftover)))
+        buffer[first : first + len(leftover)] = leftover
+        filled = first + len(leftover)
+    del early
     while True:
         walk.over(buffer, filled)
         if goal > filled:  # in pieces, each checked while the next is read
             if goal > len(buffer):
                 buffer = pool.resize(buffer, goal)
-            start = filled
-            ahead = goal - filled >= FILL_AHEAD_MIN
-            cuts = walk.cuts(buffer, start, goal) if ahead and digest is not None else None
-            with (
-                memoryview(buffer) as view,
-                contextlib.closing(
-                    stream.fill(
-                        view[start:goal],
-                        at + start - first,
-                        index,
-                        PIECE,
-                        ahead=ahead,
-                        cuts=cuts,
-                        after=None if cuts is None else functools.partial(walk.digest_piece, view, start),
-                    )
-                ) as pieces,
-            ):
-                for got in pieces:
-                    filled = start + got
-                    walk.over(buffer, filled)
+            filled = _fill(stream, pool, ahead, buffer, walk, at - first, filled, goal, index, end)
             if filled < goal:  # the stream ended sooner than its size said
                 stop = filled
                 buffer = pool.resize(buffer, filled)
@@ -204,6 +193,83 @@ def read_span(
         if goal > limit and count:  # enough for one span: the next one reads on
             return walk.span(buffer, first, False)
         goal = min(stop, limit, goal)
+
+
+def _fill(
+    stream: RecordStream,
+    pool: SpanPool,
+    ahead: SpansAhead | None,
+    buffer: mmap.mmap,
+    walk: _Walk,
+    base: int,
+    start: int,
+    goal: int,
+    index: int,
+    end: int,
+) -> int:
+    """Fill ``buffer[start:goal]`` from the stream (``buffer[0]`` is at stream offset ``base``),
+    walking the frames as pieces land; the position filled to (``goal`` unless the stream ends)."""
+    shared = goal - start >= FILL_AHEAD_MIN  # by two threads
+    cuts = walk.cuts(buffer, start, goal) if shared or ahead is not None else None
+    if not shared and ahead is not None and cuts is not None and stream.reads_at():
+        start += _fill_with_spans_ahead(stream, pool, ahead, buffer, walk, base, start, cuts, end)
+        walk.over(buffer, start)
+        if start == goal:
+            return start
+        cuts = None  # (what is left, if anything, is read here: the file ended sooner)
+    if not shared or walk.digest is None:
+        cuts = None
+    filled = start
+    with (
+        memoryview(buffer) as view,
+        contextlib.closing(
+            stream.fill(
+                view[start:goal],
+                base + start,
+                index,
+                PIECE,
+                ahead=shared,
+                cuts=cuts,
+                after=None if cuts is None else functools.partial(walk.digest_piece, view, start),
+            )
+        ) as pieces,
+    ):
+        for got in pieces:
+            filled = start + got
+            walk.over(buffer, filled)
+    return filled
+
+
+def _fill_with_spans_ahead(
+    stream: RecordStream,
+    pool: SpanPool,
+    ahead: SpansAhead,
+    buffer: mmap.mmap,
+    walk: _Walk,
+    at: int,
+    start: int,
+    cuts: list[int],
+    end: int,
+) -> int:
+    """Fill ``buffer[start:]`` in pieces ending at ``cuts`` (``buffer[0]`` is at stream offset
+    ``at``) with the spans ahead of it; the bytes filled."""
+    with memoryview(buffer) as view:
+        pieces = [
+            (view[start + a : start + b], at + start + a) for a, b in zip([0, *cuts[:-1]], cuts, strict=True)
+        ]
+        got = ahead.fill(
+            stream,
+            pool.take,
+            view,
+            at=at,
+            pieces=pieces,
+            guess=walk.guess,
+            end=end,
+            digest=walk.digest,
+            summed=walk.summed,
+        )
+        del pieces
+    return got
 
 
 class _Walk:
@@ -261,19 +327,8 @@ class _Walk:
     def digest_piece(self, view: memoryview, start: int, begin: int, end: int) -> None:
         """Take the data CRCs of the guessed frames that end in ``view[start + begin:start + end]``
         (called by the thread that filled it, while the bytes are in its cache)."""
-        (pos, size, wanted), digest = self.guess, self.digest
-        assert digest is not None
-        begin += start
-        end += start
-        first = max(0, (begin - pos) // size)  # the first guessed frame ending after begin
-        last = min((end - pos) // size, wanted)  # frames ending at or before end
-        if last <= first:
-            return
-        u8 = np.frombuffer(view, np.uint8, last * size, pos)
-        head, foot, summed = frame.HEADER, frame.FOOTER, self.summed
-        for k in range(first, last):
-            at = k * size
-            summed[pos + at] = (pos + at + size, digest(u8[at + head : at + size - foot]))
+        assert self.digest is not None
+        digest_frames(view, self.guess, start + begin, start + end, self.digest, self.summed)
 
     def over(self, buffer: mmap.mmap, filled: int) -> None:
         """Go on over the frames that are whole in ``buffer[:filled]``."""

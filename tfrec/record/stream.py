@@ -26,7 +26,7 @@ from typing import IO
 from ..errors import RecordError, TruncatedRecordError
 from .compression import Compression, looks_like, open_decompressed
 from .files import open_regular
-from .fill_ahead import AfterPiece, Filler, ReadInto, fill_here
+from .fill_ahead import AfterPiece, Filler, Piece, ReadInto, fill_here
 from .read_ahead import ReadAhead
 
 __all__ = ["MAX_READ", "RecordStream"]
@@ -225,6 +225,31 @@ class RecordStream:
         finally:
             pieces.close()  # (the thread lets go of the target)
             self._raw.seek(start + filled)
+
+    def reads_at(self) -> bool:
+        """Whether :meth:`fill_at` may read now: a plain file opened here, nothing read ahead."""
+        return (
+            self._fd is not None
+            and self._may_read_ahead
+            and self._ahead is not None
+            and not self._ahead.held()
+        )
+
+    def fill_at(
+        self, pieces: Sequence[Piece], *, after: AfterPiece | None = None
+    ) -> Generator[int, None, None]:
+        """Fill ``pieces`` (views, each with the stream offset of its first byte) from the file, by
+        a thread and this one (:meth:`Filler.fill_pieces`), when :meth:`reads_at`; the stream does
+        not move (see :meth:`skip`)."""
+        assert self._fd is not None
+        if self._filler is None:
+            self._filler = Filler()
+        return self._filler.fill_pieces(functools.partial(_read_at, self._fd, 0), pieces, after=after)
+
+    def skip(self, size: int) -> None:
+        """Move the stream ``size`` bytes on, past bytes :meth:`fill_at` read."""
+        if size and self._raw is not None:
+            self._raw.seek(size, os.SEEK_CUR)
 
     def _damaged(self, exc: zlib.error | EOFError, offset: int, index: int) -> None:
         """Report a damaged compressed stream at the frame at ``offset``; reading ends there."""
