@@ -172,6 +172,8 @@ def read_span(
     while True:
         walk.over(buffer, filled)
         if goal > filled:  # in pieces, each checked while the next is read
+            if ahead is not None:  # (those read ahead follow frames this read finds elsewhere)
+                ahead.clear()
             if goal > len(buffer):
                 buffer = pool.resize(buffer, goal)
             filled = _fill(stream, pool, ahead, buffer, walk, at - first, filled, goal, index, end)

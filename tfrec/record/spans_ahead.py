@@ -11,20 +11,27 @@ fills a piece takes the data CRCs of the frames in it. A span read ahead is used
 batch that starts where it starts and with the bytes it starts with (what the batch before left
 over); any other read drops them all, so a guess that misses costs a read, never a record.
 
-The stream does not move while the spans ahead are read (they are read at positions): a batch
-that takes one moves it past the span's bytes.
+The fill goes on while this batch is handed out (the thread reads the spans ahead while the
+caller decodes), and the batch that takes a span waits for the rest of it, reading pieces
+itself. The stream does not move meanwhile (spans are read at positions): a batch that takes a
+span moves it past the span's bytes. A fork waits for the fills in flight to end.
 
 Example:
     >>> ahead = SpansAhead()
-    >>> filled = ahead.fill(stream, POOL, buffer, at=at, first=first, filled=filled, goal=goal, ...)
+    >>> got = ahead.fill(stream, POOL.take, view, at=base, pieces=pieces, guess=guess, end=end, ...)
     >>> early = ahead.take(stream, next_at, leftover)  # the next batch's span, or None
 """
 
 from __future__ import annotations
 
+import atexit
 import bisect
+import contextlib
 import mmap
-from collections.abc import Callable
+import os
+import sys
+import weakref
+from collections.abc import Callable, Generator
 
 import numpy as np
 
@@ -59,25 +66,56 @@ def digest_frames(
 
 
 class Early:
-    """A span read ahead: ``buffer[first:filled]`` holds the stream from offset ``at`` on."""
+    """A span read ahead: ``buffer[first:filled]`` holds the stream from offset ``at`` on, once
+    the fill has yielded ``ready`` bytes."""
 
-    __slots__ = ("__weakref__", "at", "buffer", "filled", "first", "summed")
+    __slots__ = ("__weakref__", "at", "buffer", "filled", "first", "ready", "summed")
 
-    def __init__(self, buffer: mmap.mmap, first: int, at: int, filled: int) -> None:
+    def __init__(self, buffer: mmap.mmap, first: int, at: int, filled: int, ready: int) -> None:
         self.buffer = buffer
         self.first = first
         self.at = at
         self.filled = filled
+        self.ready = ready
         self.summed: Summed = {}  # the data CRCs of its frames, taken by the threads that read them
 
 
-class SpansAhead:
-    """The spans read ahead of a reader's batches (see the module's docstring)."""
+# Readers with a fill in flight. A fork waits for their fills to end (a thread that is not in the
+# child would never finish the pieces it took), and so does the exit, while the thread still runs:
+# a fill ended later would wait for ever for the daemon thread stopped mid-piece.
+_FILLING: weakref.WeakSet[SpansAhead] = weakref.WeakSet()
 
-    __slots__ = ("spans",)
+
+def _finish_fills() -> None:
+    for ahead in list(_FILLING):
+        ahead.finish()
+
+
+def _stop_fills() -> None:
+    for ahead in list(_FILLING):
+        with contextlib.suppress(ValueError):  # (ended by the thread that runs it)
+            ahead.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_finish_fills)
+atexit.register(_stop_fills)
+
+
+class SpansAhead:
+    """The spans read ahead of a reader's batches (see the module's docstring).
+
+    The fill goes on after this batch's pieces are in: the thread reads the spans ahead while the
+    caller hands this batch out, and the batch that takes one waits for what is left of it (or
+    reads it itself). Not thread-safe: one reader at a time, as the record reader's lock ensures.
+    """
+
+    __slots__ = ("__weakref__", "filled", "job", "spans")
 
     def __init__(self) -> None:
         self.spans: list[Early] = []
+        self.job: Generator[int, None, None] | None = None  # the fill in flight
+        self.filled = 0  # the bytes it has yielded
 
     def take(self, stream: RecordStream, at: int, leftover: bytes | memoryview) -> Early | None:
         """The span read ahead from stream offset ``at`` on, if it starts with ``leftover`` (the
@@ -86,15 +124,43 @@ class SpansAhead:
             self.clear()
             return None
         early = self.spans.pop(0)
+        self._advance(early.ready)
         size = len(leftover)
-        if early.filled - early.first < size or early.buffer[early.first : early.first + size] != leftover:
-            self.clear()  # (the file changed meanwhile)
+        if (
+            self.filled < early.ready
+            or early.filled - early.first < size
+            or early.buffer[early.first : early.first + size] != leftover
+        ):
+            self.clear()  # (the read failed or ended short: the file changed meanwhile)
             return None
         stream.skip(early.filled - early.first - size)
         return early
 
+    def _advance(self, ready: int) -> None:
+        """Go on with the fill until ``ready`` bytes are in (or it ends); an error ends it."""
+        job = self.job
+        try:
+            while job is not None and self.filled < ready:
+                self.filled = next(job)
+        except StopIteration:
+            self._end()
+        except Exception:  # (the batch reads its span again, and meets the error there)
+            self._end()
+
+    def _end(self) -> None:
+        job, self.job = self.job, None
+        _FILLING.discard(self)
+        if job is not None:
+            job.close()  # (the thread lets go of the buffers)
+
+    def finish(self) -> None:
+        """Wait for the fill in flight to end, keeping what it read."""
+        with contextlib.suppress(ValueError):  # (advanced by another thread: it is waiting for it)
+            self._advance(sys.maxsize)
+
     def clear(self) -> None:
-        """Drop the spans read ahead: their buffers go back to the pool."""
+        """Stop the fill in flight; drop the spans read ahead: their buffers go back to the pool."""
+        self._end()
         self.spans = []
 
     def fill(
@@ -111,31 +177,33 @@ class SpansAhead:
         summed: Summed,
     ) -> int:
         """Fill this batch's ``pieces`` of ``current`` (positioned at their stream offsets; the
-        buffer's position ``p`` is offset ``p + at``) and spans ahead for the batches after it, in
-        one fill; returns the bytes of this batch's pieces filled, and moves the stream past them.
+        buffer's position ``p`` is offset ``p + at``) and start filling spans ahead for the
+        batches after it, in the same fill; returns the bytes of this batch's pieces filled, and
+        moves the stream past them.
 
         ``guess`` is that of this batch's frames (buffer positions); the spans ahead follow its
         last frame up to ``end`` (the end of the stream). ``take`` gives a buffer of a size.
         """
+        self.clear()
         pos, size, count = guess
         next_at = at + pos + count * size  # where the next batch's first frame is guessed to be
         region = count * size + PAD
         mine = sum(len(view) for view, _ in pieces)
         views: list[tuple[int, memoryview, Early]] = []  # by stream offset: where each span starts
-        all_pieces = list(pieces)
         step = max(1, PIECE // size) * size  # pieces of whole frames, as this batch's
         total = mine
         while total + region <= AHEAD_BYTES and next_at + frame.HEADER < end:
             length = min(region, end - next_at)
             first = next_at % mmap.PAGESIZE
-            early = Early(take(first + length), first, next_at, first + length)
+            early = Early(take(first + length), first, next_at, first + length, total + length)
             view = memoryview(early.buffer)
             views.append((next_at, view, early))
             for cut in range(0, length, step):
-                all_pieces.append((view[first + cut : first + min(length, cut + step)], next_at + cut))
+                pieces.append((view[first + cut : first + min(length, cut + step)], next_at + cut))
             total += length
             next_at += count * size
         starts = [start for start, _, _ in views]
+        self.spans = [early for _, _, early in views]
 
         def after(begin: int, stop: int) -> None:
             if digest is None:
@@ -144,28 +212,23 @@ class SpansAhead:
                 digest_frames(current, guess, begin - at, stop - at, digest, summed)
                 return
             start, view, early = views[bisect.bisect_right(starts, begin) - 1]
-            early_guess = (early.first, size, count)
             shift = early.first - start
-            digest_frames(view, early_guess, begin + shift, stop + shift, digest, early.summed)
+            digest_frames(view, (early.first, size, count), begin + shift, stop + shift, digest, early.summed)
 
-        got = 0
+        self.job, self.filled = stream.fill_at(pieces, after=after), 0
+        _FILLING.add(self)
+        del pieces  # (the fill holds them as long as it goes on)
+        job = self.job
         try:
-            for got in stream.fill_at(all_pieces, after=after):  # noqa: B007 (got is used after)
-                pass
+            while self.filled < mine:
+                self.filled = next(job)
+        except StopIteration:
+            self._end()
         except BaseException:
-            if got < mine:
-                stream.skip(got)
-                raise
-        finally:
-            del all_pieces, pieces
-            for _, view, _ in views:
-                view.release()
-        stream.skip(min(got, mine))
-        done = mine  # the spans ahead filled whole are kept
-        for _, _, early in views:
-            length = early.filled - early.first
-            if got < done + length:
-                break
-            self.spans.append(early)
-            done += length
-        return min(got, mine)
+            self.clear()
+            stream.skip(min(self.filled, mine))
+            raise
+        if self.filled < mine:
+            self.clear()  # (the file ends sooner than its size said)
+        stream.skip(min(self.filled, mine))
+        return min(self.filled, mine)
