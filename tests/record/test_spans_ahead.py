@@ -136,3 +136,24 @@ def test_a_reader_closed_with_spans_read_ahead_lets_go_of_them(tmp_path: Path, t
     for thread in fills:
         thread.join(timeout=10)
     assert not any(t.is_alive() for t in fills)
+
+
+def test_records_of_varying_sizes_are_seldom_read_ahead_so_read_about_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each guess misses (the next batch's frames are not as long as this one's first): reading
+    # ahead backs off, doubling the batches read without it.
+    path = tmp_path / "x.tfrecord"
+    rng = np.random.default_rng(9)
+    records = _write(path, [int(n) for n in rng.integers(64 * KIB, 160 * KIB, 300)], seed=9)
+    fills = []
+    fill = spans_ahead.SpansAhead.fill
+
+    def counted(self: spans_ahead.SpansAhead, *args: object, **kwargs: object) -> int:
+        fills.append(1)
+        return fill(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spans_ahead.SpansAhead, "fill", counted)
+    batches = list(tfrec.read_batches(path, 2))
+    assert [r for b in batches for r in b] == records
+    assert 1 <= len(fills) <= 10  # of 150 batches

@@ -168,12 +168,14 @@ def read_span(
         buffer = pool.take(max(goal, first + len(leftover)))
         buffer[first : first + len(leftover)] = leftover
         filled = first + len(leftover)
-    del early
+    read_ahead = early is not None
+    del early  # (the span is the buffer: the pool sees who holds it)
     while True:
         walk.over(buffer, filled)
         if goal > filled:  # in pieces, each checked while the next is read
-            if ahead is not None:  # (those read ahead follow frames this read finds elsewhere)
-                ahead.clear()
+            if ahead is not None:  # (the spans read ahead follow frames this read finds elsewhere)
+                ahead.missed() if ahead.spans or read_ahead else ahead.clear()
+            read_ahead = False
             if goal > len(buffer):
                 buffer = pool.resize(buffer, goal)
             filled = _fill(stream, pool, ahead, buffer, walk, at - first, filled, goal, index, end)
@@ -182,6 +184,8 @@ def read_span(
                 buffer = pool.resize(buffer, filled)
         pos, count = walk.pos, walk.count
         if filled >= stop or walk.damaged or (count >= wanted and filled >= pos + PAD):
+            if read_ahead and ahead is not None:  # (read ahead, and nothing more needed)
+                ahead.hit()
             return walk.span(buffer, first, filled >= stop)
         if count >= wanted:
             goal = min(stop, pos + PAD)
@@ -213,7 +217,7 @@ def _fill(
     walking the frames as pieces land; the position filled to (``goal`` unless the stream ends)."""
     shared = goal - start >= FILL_AHEAD_MIN  # by two threads
     cuts = walk.cuts(buffer, start, goal) if shared or ahead is not None else None
-    if not shared and ahead is not None and cuts is not None and stream.reads_at():
+    if not shared and ahead is not None and cuts is not None and stream.reads_at() and ahead.wants_fill():
         start += _fill_with_spans_ahead(stream, pool, ahead, buffer, walk, base, start, cuts, end)
         walk.over(buffer, start)
         if start == goal:

@@ -37,13 +37,14 @@ import numpy as np
 
 from . import frame
 from .batch import PAD
-from .fill_ahead import Piece
+from .fill_ahead import AfterPiece, Piece
 from .stream import RecordStream
 
-__all__ = ["AHEAD_BYTES", "PIECE", "Early", "SpansAhead", "digest_frames"]
+__all__ = ["AHEAD_BYTES", "MAX_WAIT", "PIECE", "Early", "SpansAhead", "digest_frames"]
 
 PIECE = 1 << 20  # bytes read at once: each piece's frames are checked while the next is read
 AHEAD_BYTES = 8 << 20  # a fill reads spans up to about this many bytes (this batch's and those after)
+MAX_WAIT = 256  # batches read without reading ahead, at most, after guesses that missed
 Digest = Callable[[np.ndarray], int]
 Summed = dict[int, tuple[int, int]]  # frame position -> (the position past it, its data CRC)
 
@@ -107,21 +108,39 @@ class SpansAhead:
 
     The fill goes on after this batch's pieces are in: the thread reads the spans ahead while the
     caller hands this batch out, and the batch that takes one waits for what is left of it (or
-    reads it itself). Not thread-safe: one reader at a time, as the record reader's lock ensures.
+    reads it itself). The batch that takes the last one starts the next fill, of spans alone, so
+    the thread reads on while that batch is handed out. Not thread-safe: one reader at a time, as
+    the record reader's lock ensures.
     """
 
-    __slots__ = ("__weakref__", "filled", "job", "spans")
+    __slots__ = ("__weakref__", "filled", "job", "misses", "plan", "spans", "waiting")
 
     def __init__(self) -> None:
         self.spans: list[Early] = []
         self.job: Generator[int, None, None] | None = None  # the fill in flight
         self.filled = 0  # the bytes it has yielded
+        # (buffer maker, frame length, frames a batch, end of the stream, CRC) of the spans ahead
+        self.plan: tuple[Callable[[int], mmap.mmap], int, int, int, Digest | None] | None = None
+        # Guesses that missed in a row (frames of other lengths): each one doubles the batches
+        # read without reading ahead (up to MAX_WAIT), so records of varying sizes are read once.
+        self.misses = 0
+        self.waiting = 0  # batches still to be read without reading ahead
+
+    def wants_fill(self) -> bool:
+        """Whether to read spans ahead with this batch's (counts the batches read without)."""
+        if self.waiting:
+            self.waiting -= 1
+            return False
+        return True
 
     def take(self, stream: RecordStream, at: int, leftover: bytes | memoryview) -> Early | None:
         """The span read ahead from stream offset ``at`` on, if it starts with ``leftover`` (the
         stream is then moved past its bytes); else ``None``, and none is kept."""
-        if not self.spans or self.spans[0].at != at:
-            self.clear()
+        if not self.spans:
+            self._end()  # (a fill of this batch's pieces alone may not have ended)
+            return None
+        if self.spans[0].at != at:
+            self.missed()
             return None
         early = self.spans.pop(0)
         self._advance(early.ready)
@@ -134,7 +153,21 @@ class SpansAhead:
             self.clear()  # (the read failed or ended short: the file changed meanwhile)
             return None
         stream.skip(early.filled - early.first - size)
+        if not self.spans and self.plan is not None:  # read on while this one is handed out
+            self._end()
+            self._start(stream, [], 0, None, early.at + self.plan[1] * self.plan[2])
         return early
+
+    def hit(self) -> None:
+        """A span read ahead held its batch whole: the guesses are right again."""
+        self.misses = 0
+
+    def missed(self) -> None:
+        """The spans read ahead were not where the frames are: drop them, and wait longer before
+        reading ahead again."""
+        self.clear()
+        self.misses = min(self.misses + 1, MAX_WAIT.bit_length())
+        self.waiting = min(MAX_WAIT, 1 << self.misses)
 
     def _advance(self, ready: int) -> None:
         """Go on with the fill until ``ready`` bytes are in (or it ends); an error ends it."""
@@ -186,9 +219,44 @@ class SpansAhead:
         """
         self.clear()
         pos, size, count = guess
-        next_at = at + pos + count * size  # where the next batch's first frame is guessed to be
-        region = count * size + PAD
+        self.plan = (take, size, count, end, digest)
         mine = sum(len(view) for view, _ in pieces)
+
+        def after_mine(begin: int, stop: int) -> None:
+            if digest is not None:
+                digest_frames(current, guess, begin - at, stop - at, digest, summed)
+
+        self._start(stream, pieces, mine, after_mine, at + pos + count * size)
+        del pieces  # (the fill holds them as long as it goes on)
+        job = self.job
+        assert job is not None
+        try:
+            while self.filled < mine:
+                self.filled = next(job)
+        except StopIteration:
+            self._end()
+        except BaseException:
+            self.clear()
+            stream.skip(min(self.filled, mine))
+            raise
+        if self.filled < mine:
+            self.clear()  # (the file ends sooner than its size said)
+        stream.skip(min(self.filled, mine))
+        return min(self.filled, mine)
+
+    def _start(
+        self,
+        stream: RecordStream,
+        pieces: list[Piece],
+        mine: int,
+        after_mine: AfterPiece | None,
+        next_at: int,
+    ) -> None:
+        """Start a fill of ``pieces`` (``mine`` bytes, ``after_mine`` taking their CRCs) and of the
+        spans ahead from stream offset ``next_at`` on, as :attr:`plan` says."""
+        assert self.plan is not None
+        take, size, count, end, digest = self.plan
+        region = count * size + PAD
         views: list[tuple[int, memoryview, Early]] = []  # by stream offset: where each span starts
         step = max(1, PIECE // size) * size  # pieces of whole frames, as this batch's
         total = mine
@@ -204,31 +272,18 @@ class SpansAhead:
             next_at += count * size
         starts = [start for start, _, _ in views]
         self.spans = [early for _, _, early in views]
+        if not pieces:
+            return
 
         def after(begin: int, stop: int) -> None:
-            if digest is None:
-                return
             if not starts or begin < starts[0]:  # this batch's
-                digest_frames(current, guess, begin - at, stop - at, digest, summed)
+                if after_mine is not None:
+                    after_mine(begin, stop)
                 return
             start, view, early = views[bisect.bisect_right(starts, begin) - 1]
             shift = early.first - start
+            assert digest is not None
             digest_frames(view, (early.first, size, count), begin + shift, stop + shift, digest, early.summed)
 
-        self.job, self.filled = stream.fill_at(pieces, after=after), 0
+        self.job, self.filled = stream.fill_at(pieces, after=None if digest is None else after), 0
         _FILLING.add(self)
-        del pieces  # (the fill holds them as long as it goes on)
-        job = self.job
-        try:
-            while self.filled < mine:
-                self.filled = next(job)
-        except StopIteration:
-            self._end()
-        except BaseException:
-            self.clear()
-            stream.skip(min(self.filled, mine))
-            raise
-        if self.filled < mine:
-            self.clear()  # (the file ends sooner than its size said)
-        stream.skip(min(self.filled, mine))
-        return min(self.filled, mine)
