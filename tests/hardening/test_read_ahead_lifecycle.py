@@ -105,3 +105,33 @@ def test_a_process_forked_between_spans_reads_on_in_the_child(large_file: str) -
     """
     child = run_child(code, timeout=60)
     assert child.result == 0, child.describe()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="needs fork")
+def test_a_process_forked_while_spans_are_read_ahead_reads_on_in_the_child(large_file: str) -> None:
+    # Batches of 8 (0.8 MB) are read with the spans of the batches after them, a fill that goes on
+    # while a batch is handed out: the fork waits for it to end, the child takes the spans the
+    # parent read ahead, then starts a thread of its own for the next fill.
+    code = f"""
+        import os, tfrec
+        batches = tfrec.RecordReader({large_file!r}).batches(8)
+        first = sum(len(next(batches)) for _ in range(6))  # past the blocks read ahead at the start
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if first + sum(map(len, batches)) == 200 else 3)
+        report(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    """
+    child = run_child(code, timeout=60)
+    assert child.result == 0, child.describe()
+
+
+def test_a_reader_with_spans_read_ahead_left_open_at_exit_lets_the_interpreter_exit(large_file: str) -> None:
+    code = f"""
+        import tfrec
+        batches = tfrec.RecordReader({large_file!r}).batches(8)
+        for _ in range(6):
+            next(batches)  # a fill of the spans ahead is in flight; nothing is closed
+        report("done")
+    """
+    child = run_child(code, timeout=60)
+    assert (child.returncode, child.result) == (0, "done"), child.describe()

@@ -33,6 +33,7 @@ from .block_split import NO_ENDS, split_block
 from .compression import looks_like
 from .crc import crc32c, crc_function, mask, mask_array, releasing_crc_function
 from .spans import POOL, Span, read_span
+from .spans_ahead import SpansAhead
 from .stream import RecordStream
 
 __all__ = ["NO_CRCS", "BlockLoop", "Frames", "Publish"]
@@ -127,6 +128,7 @@ class BlockLoop:
         self.block = salvage.BLOCK  # bytes read at once; batches() reads blocks of a few batches
         self.block_goal = salvage.BLOCK  # what batches() lets self.block grow to
         self.wanted = 1  # records the batch being gathered still wants (batches() sets it)
+        self.spans_ahead = SpansAhead()  # the spans of small batches of large records, read ahead
 
     def run(self) -> Iterator[Iterator[bytes]]:
         """Yield the records batch by batch, each published first; the stream is closed at the end."""
@@ -230,6 +232,7 @@ class BlockLoop:
         except _EndOfStream:
             pass
         finally:
+            self.spans_ahead.clear()
             self.stream.close()
             POOL.release()  # the span buffers no batch holds: the kernel may take them back
 
@@ -261,6 +264,7 @@ class BlockLoop:
                 index=index,
                 digest=self.span_crc if self.verify_checksums else None,
                 verify_lengths=self.verify_checksums,
+                ahead=self.spans_ahead,
             )
         return span, base + pos - span.first
 

@@ -27,14 +27,18 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 
-__all__ = ["Filler", "ReadAt", "ReadInto", "fill_here"]
+__all__ = ["AfterPiece", "Filler", "Piece", "ReadAt", "ReadInto", "fill_here"]
 
 ReadInto = Callable[[memoryview], int]  # fills a view; fewer bytes only at the end of the stream
 # fills a view with the target's bytes from a position on (its offset in the target); fewer bytes
 # only at the end of the file; safe to call from two threads at once
 ReadAt = Callable[[memoryview, int], int]
+# called by the thread that filled a piece whole, with the piece's start and end in the target, before
+# the piece is reported filled: work on the piece while it is in that core's cache (e.g. its CRCs)
+AfterPiece = Callable[[int, int], None]
+Piece = tuple[memoryview, int]  # a view to fill, and the position of its first byte (read_at's)
 
 
 class _State:
@@ -44,7 +48,8 @@ class _State:
 
     def __init__(self) -> None:
         self.cond = threading.Condition()
-        self.job: tuple[ReadAt, memoryview, int] | None = None  # (read, target, piece size)
+        # (read, the pieces: each a view and its position, the work after a piece)
+        self.job: tuple[ReadAt, Sequence[Piece], AfterPiece | None] | None = None
         self.claimed = 0  # pieces of the job taken by a reader so far, in order
         self.last = 0  # pieces of the job worth reading: none after a short one or an error
         self.got: list[int] = []  # bytes read into each piece (-1 while not read)
@@ -53,10 +58,9 @@ class _State:
         self.busy = False  # the thread is serving the job (it refers to the target)
         self.closing = False
 
-    def begin(self, read_at: ReadAt, target: memoryview, piece: int) -> None:
-        pieces = -(-len(target) // piece)
-        self.job, self.claimed, self.last = (read_at, target, piece), 0, pieces
-        self.got, self.error = [-1] * pieces, None
+    def begin(self, read_at: ReadAt, pieces: Sequence[Piece], after: AfterPiece | None) -> None:
+        self.job, self.claimed, self.last = (read_at, pieces, after), 0, len(pieces)
+        self.got, self.error = [-1] * len(pieces), None
         self.serial += 1
 
     def claim(self) -> int:
@@ -70,15 +74,17 @@ class _State:
         """Read piece ``number`` of the job (without the lock) and record what it got."""
         job = self.job
         assert job is not None  # (the job ends only once no piece is being read)
-        read_at, target, piece = job
-        at = number * piece
-        asked = min(piece, len(target) - at)
+        read_at, pieces, after = job
+        view, at = pieces[number]
+        asked = len(view)
         got, error = 0, None
         try:
-            got = read_at(target[at : at + asked], at)
+            got = read_at(view, at)
+            if after is not None and got == asked:
+                after(at, at + got)
         except BaseException as exc:  # raised again by the fill, after the pieces before it
             error = exc
-        del read_at, target, job
+        del read_at, pieces, job, after, view
         with self.cond:
             self.got[number] = got
             if error is not None or got < asked:  # the file ends (or fails) here: no piece after it
@@ -129,6 +135,17 @@ def fill_here(read_into: ReadInto, target: memoryview, piece: int) -> Generator[
             return
 
 
+def _pieces(target: memoryview, cuts: Sequence[int]) -> list[Piece]:
+    """``target`` cut into pieces ending at ``cuts``, each with its position in the target."""
+    starts = [0, *cuts[:-1]] if cuts else []
+    return [(target[start:end], start) for start, end in zip(starts, cuts, strict=True)]
+
+
+def _cuts(size: int, piece: int) -> list[int]:
+    """The ends of the pieces of ``size`` bytes cut every ``piece`` bytes."""
+    return [*range(piece, size, piece), size] if size else []
+
+
 class Filler:
     """A background thread that fills targets piece by piece (see the module's docstring)."""
 
@@ -169,22 +186,51 @@ class Filler:
             yield from fill_here(read_into, target, piece)
             return
         # The thread alone reads, so the pieces are read in order, as a stream must be.
-        yield from self._fill(lambda view, _at: read_into(view), target, piece, shared=False)
+        pieces = _pieces(target, _cuts(len(target), piece))
+        yield from self._fill(lambda view, _at: read_into(view), pieces, shared=False)
 
-    def fill_shared(self, read_at: ReadAt, target: memoryview, piece: int) -> Generator[int, None, None]:
+    def fill_shared(
+        self,
+        read_at: ReadAt,
+        target: memoryview,
+        piece: int,
+        *,
+        cuts: Sequence[int] | None = None,
+        after: AfterPiece | None = None,
+    ) -> Generator[int, None, None]:
         """Fill ``target`` as :meth:`fill` does, with reads at positions: the caller reads pieces
-        too, each time it resumes with no piece left to check (without a thread, it reads them all)."""
-        yield from self._fill(read_at, target, piece, shared=True, threaded=self.start())
+        too, each time it resumes with no piece left to check (without a thread, it reads them all).
+
+        ``cuts`` (increasing, the last ``len(target)``) ends the pieces where the caller wants them
+        (else every ``piece`` bytes); ``after`` is called by whichever thread filled a piece whole,
+        before the piece is yielded (see :data:`AfterPiece`).
+        """
+        pieces = _pieces(target, _cuts(len(target), piece) if cuts is None else cuts)
+        yield from self._fill(read_at, pieces, shared=True, threaded=self.start(), after=after)
+
+    def fill_pieces(
+        self, read_at: ReadAt, pieces: Sequence[Piece], *, after: AfterPiece | None = None
+    ) -> Generator[int, None, None]:
+        """:meth:`fill_shared` of views anywhere (of several buffers, say): ``pieces`` holds each
+        view and its position for ``read_at``; the bytes yielded are those of the pieces filled in
+        order, and ``after`` gets a piece's positions."""
+        yield from self._fill(read_at, pieces, shared=True, threaded=self.start(), after=after)
 
     def _fill(
-        self, read_at: ReadAt, target: memoryview, piece: int, *, shared: bool, threaded: bool = True
+        self,
+        read_at: ReadAt,
+        pieces: Sequence[Piece],
+        *,
+        shared: bool,
+        threaded: bool = True,
+        after: AfterPiece | None = None,
     ) -> Generator[int, None, None]:
         state = self._state if threaded else _State()
         cond = state.cond
         with cond:
-            state.begin(read_at, target, piece)
+            state.begin(read_at, pieces, after)
             cond.notify_all()
-        del target, read_at
+        del pieces, read_at, after
         seen = done = 0  # bytes yielded; pieces filled in order
         filled = 0
         try:

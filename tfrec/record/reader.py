@@ -270,6 +270,7 @@ class RecordReader:
     def close(self) -> None:
         """Close the file if the reader opened it (idempotent)."""
         self._stream.close()
+        self._blocks.spans_ahead.clear()  # (their buffers go back to the pool)
 
     def __enter__(self) -> RecordReader:
         return self

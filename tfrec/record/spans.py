@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import sys
 import threading
@@ -34,19 +35,20 @@ import numpy as np
 
 from . import frame
 from .batch import PAD
+from .spans_ahead import PIECE, SpansAhead, digest_frames
 from .stream import RecordStream
 
 __all__ = ["FILL_AHEAD_MIN", "PAGE", "PIECE", "POOL", "SPAN_LIMIT", "Span", "SpanPool", "read_span"]
 
 PAGE = mmap.PAGESIZE
 SPAN_LIMIT = 256 << 20  # a span grows no further once it holds a frame (larger batches are joined)
-PIECE = 1 << 20  # bytes read at once: each piece's frames are checked while the next is read
 # Spans read from this size on are filled by a background thread and this one together while their
 # CRCs are taken (fill_ahead). Below it the two pieces or so gained less than handing them over cost
 # (measured on 1.6 MB spans of 100 KiB records: 10-20% slower threaded with the thread alone
 # copying; with both copying in pieces of 256-512 KiB, no faster than this thread alone).
 FILL_AHEAD_MIN = 4 << 20
-_KEEP = 4  # maps a pool keeps: the batch a consumer holds, the one being read, and slack
+PIECE_FRAMES_MAX = 4 * PIECE  # longer frames are not pieces of a fill: read in PIECE bytes at a time
+_KEEP = 10  # maps a pool keeps: the batch a consumer holds, the one being read, those read ahead, slack
 
 
 def _holders(maps: list[mmap.mmap] | list[object], i: int) -> int:
@@ -141,6 +143,7 @@ def read_span(
     index: int,
     digest: Callable[[np.ndarray], int] | None = None,
     verify_lengths: bool = False,
+    ahead: SpansAhead | None = None,
 ) -> Span:
     """Read the stream on from the frame at offset ``at`` until ``wanted`` whole frames and
     :data:`PAD` bytes after them are in one buffer, or the stream ends (at offset ``end``).
@@ -149,42 +152,40 @@ def read_span(
     bytes of the stream follow it. Reads are sized by the frames' lengths, guessed first from the
     frame at ``at``. The buffer is exactly as long as what was read. ``digest`` (a CRC32C) is
     taken of each wanted frame's data as soon as it is read, while it is still in the cache.
+    With ``ahead``, a span too small to share its fill between two threads is read with the
+    spans of the next batches (:mod:`~tfrec.record.spans_ahead`), and a span read so is used.
     """
     first = at % PAGE  # the frame's offset within a page, in the buffer as in the file
     stop = first + end - at  # where the stream ends, as a buffer position
     size = frame.unpack_length(leftover, 0)[0] + frame.FRAMING
     limit = first + max(SPAN_LIMIT, size + PAD)
     goal = min(stop, limit, first + max(1, wanted) * size + PAD)
-    buffer = pool.take(max(goal, first + len(leftover)))
-    buffer[first : first + len(leftover)] = leftover
-    filled = first + len(leftover)
     walk = _Walk(first, wanted, digest, verify_lengths)
+    early = ahead.take(stream, at, leftover) if ahead is not None else None
+    if early is not None:
+        buffer, filled, walk.summed = early.buffer, early.filled, early.summed
+    else:
+        buffer = pool.take(max(goal, first + len(leftover)))
+        buffer[first : first + len(leftover)] = leftover
+        filled = first + len(leftover)
+    read_ahead = early is not None
+    del early  # (the span is the buffer: the pool sees who holds it)
     while True:
         walk.over(buffer, filled)
         if goal > filled:  # in pieces, each checked while the next is read
+            if ahead is not None:  # (the spans read ahead follow frames this read finds elsewhere)
+                ahead.missed() if ahead.spans or read_ahead else ahead.clear()
+            read_ahead = False
             if goal > len(buffer):
                 buffer = pool.resize(buffer, goal)
-            start = filled
-            with (
-                memoryview(buffer) as view,
-                contextlib.closing(
-                    stream.fill(
-                        view[filled:goal],
-                        at + filled - first,
-                        index,
-                        PIECE,
-                        ahead=goal - filled >= FILL_AHEAD_MIN,
-                    )
-                ) as pieces,
-            ):
-                for got in pieces:
-                    filled = start + got
-                    walk.over(buffer, filled)
+            filled = _fill(stream, pool, ahead, buffer, walk, at - first, filled, goal, index, end)
             if filled < goal:  # the stream ended sooner than its size said
                 stop = filled
                 buffer = pool.resize(buffer, filled)
         pos, count = walk.pos, walk.count
         if filled >= stop or walk.damaged or (count >= wanted and filled >= pos + PAD):
+            if read_ahead and ahead is not None:  # (read ahead, and nothing more needed)
+                ahead.hit()
             return walk.span(buffer, first, filled >= stop)
         if count >= wanted:
             goal = min(stop, pos + PAD)
@@ -200,10 +201,99 @@ def read_span(
         goal = min(stop, limit, goal)
 
 
+def _fill(
+    stream: RecordStream,
+    pool: SpanPool,
+    ahead: SpansAhead | None,
+    buffer: mmap.mmap,
+    walk: _Walk,
+    base: int,
+    start: int,
+    goal: int,
+    index: int,
+    end: int,
+) -> int:
+    """Fill ``buffer[start:goal]`` from the stream (``buffer[0]`` is at stream offset ``base``),
+    walking the frames as pieces land; the position filled to (``goal`` unless the stream ends)."""
+    shared = goal - start >= FILL_AHEAD_MIN  # by two threads
+    cuts = walk.cuts(buffer, start, goal) if shared or ahead is not None else None
+    if not shared and ahead is not None and cuts is not None and stream.reads_at() and ahead.wants_fill():
+        start += _fill_with_spans_ahead(stream, pool, ahead, buffer, walk, base, start, cuts, end)
+        walk.over(buffer, start)
+        if start == goal:
+            return start
+        cuts = None  # (what is left, if anything, is read here: the file ended sooner)
+    if not shared or walk.digest is None:
+        cuts = None
+    filled = start
+    with (
+        memoryview(buffer) as view,
+        contextlib.closing(
+            stream.fill(
+                view[start:goal],
+                base + start,
+                index,
+                PIECE,
+                ahead=shared,
+                cuts=cuts,
+                after=None if cuts is None else functools.partial(walk.digest_piece, view, start),
+            )
+        ) as pieces,
+    ):
+        for got in pieces:
+            filled = start + got
+            walk.over(buffer, filled)
+    return filled
+
+
+def _fill_with_spans_ahead(
+    stream: RecordStream,
+    pool: SpanPool,
+    ahead: SpansAhead,
+    buffer: mmap.mmap,
+    walk: _Walk,
+    at: int,
+    start: int,
+    cuts: list[int],
+    end: int,
+) -> int:
+    """Fill ``buffer[start:]`` in pieces ending at ``cuts`` (``buffer[0]`` is at stream offset
+    ``at``) with the spans ahead of it; the bytes filled."""
+    with memoryview(buffer) as view:
+        pieces = [
+            (view[start + a : start + b], at + start + a) for a, b in zip([0, *cuts[:-1]], cuts, strict=True)
+        ]
+        got = ahead.fill(
+            stream,
+            pool.take,
+            view,
+            at=at,
+            pieces=pieces,
+            guess=walk.guess,
+            end=end,
+            digest=walk.digest,
+            summed=walk.summed,
+        )
+        del pieces
+    return got
+
+
 class _Walk:
     """The whole frames of a span so far (up to ``wanted``), each digested as it is found."""
 
-    __slots__ = ("checked", "count", "crcs", "damaged", "digest", "ends", "pos", "verify", "wanted")
+    __slots__ = (
+        "checked",
+        "count",
+        "crcs",
+        "damaged",
+        "digest",
+        "ends",
+        "guess",
+        "pos",
+        "summed",
+        "verify",
+        "wanted",
+    )
 
     def __init__(
         self, pos: int, wanted: int, digest: Callable[[np.ndarray], int] | None, verify: bool
@@ -217,13 +307,41 @@ class _Walk:
         self.checked: tuple[int, int] = (-1, 0)  # the last header whose length CRC matched
         self.crcs: list[int] = []
         self.ends: list[int] = []
+        # Data CRCs taken by the threads that filled the frames (digest_piece), by the buffer
+        # position of the frame: (the position past it, its CRC). A frame whose bounds differ (the
+        # frames were not as long as the guess) is summed by the walk.
+        self.summed: dict[int, tuple[int, int]] = {}
+        # The frames of the fill being read, as guessed: (the position of the first, the length of
+        # each with its framing, how many are wanted). The walk moves on meanwhile: the threads'
+        # sums follow this.
+        self.guess = (0, 1, 0)
+
+    def cuts(self, buffer: mmap.mmap, start: int, goal: int) -> list[int] | None:
+        """Where to cut ``buffer[start:goal]`` into pieces for :meth:`digest_piece`: at the ends
+        of whole frames, each as long as the frame at :attr:`pos` (whose header is read), about
+        :data:`PIECE` bytes a piece (``None``: the frames are too long to be pieces)."""
+        pos = self.pos
+        if pos + frame.HEADER > start:
+            return None
+        size = frame.unpack_length(buffer, pos)[0] + frame.FRAMING
+        if size > PIECE_FRAMES_MAX:
+            return None
+        self.guess = (pos, size, self.wanted - self.count)
+        step = max(1, PIECE // size) * size
+        return [end - start for end in range(pos + step, goal, step) if end > start] + [goal - start]
+
+    def digest_piece(self, view: memoryview, start: int, begin: int, end: int) -> None:
+        """Take the data CRCs of the guessed frames that end in ``view[start + begin:start + end]``
+        (called by the thread that filled it, while the bytes are in its cache)."""
+        assert self.digest is not None
+        digest_frames(view, self.guess, start + begin, start + end, self.digest, self.summed)
 
     def over(self, buffer: mmap.mmap, filled: int) -> None:
         """Go on over the frames that are whole in ``buffer[:filled]``."""
         if self.damaged:
             return
         pos, count, wanted, digest, verify = self.pos, self.count, self.wanted, self.digest, self.verify
-        crcs, ends, checked = self.crcs, self.ends, self.checked
+        crcs, ends, checked, summed = self.crcs, self.ends, self.checked, self.summed
         head, foot, unpack_header = frame.HEADER, frame.FOOTER, frame.unpack_header
         # One array over what is filled, sliced per frame (dropped on return: a map with a view
         # alive cannot be resized).
@@ -240,7 +358,11 @@ class _Walk:
             if after > filled:
                 break
             if u8 is not None and digest is not None:
-                crcs.append(digest(u8[pos + head : after - foot]))
+                known = summed.get(pos)
+                if known is not None and known[0] == after:
+                    crcs.append(known[1])
+                else:
+                    crcs.append(digest(u8[pos + head : after - foot]))
             ends.append(after)
             pos, count = after, count + 1
         self.pos, self.count, self.checked = pos, count, checked

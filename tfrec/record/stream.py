@@ -20,13 +20,13 @@ from __future__ import annotations
 import functools
 import os
 import zlib
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import IO
 
 from ..errors import RecordError, TruncatedRecordError
 from .compression import Compression, looks_like, open_decompressed
 from .files import open_regular
-from .fill_ahead import Filler, ReadInto, fill_here
+from .fill_ahead import AfterPiece, Filler, Piece, ReadInto, fill_here
 from .read_ahead import ReadAhead
 
 __all__ = ["MAX_READ", "RecordStream"]
@@ -166,13 +166,23 @@ class RecordStream:
             return 0
 
     def fill(
-        self, target: memoryview, offset: int, index: int, piece: int, *, ahead: bool
+        self,
+        target: memoryview,
+        offset: int,
+        index: int,
+        piece: int,
+        *,
+        ahead: bool,
+        cuts: Sequence[int] | None = None,
+        after: AfterPiece | None = None,
     ) -> Generator[int, None, None]:
         """Fill ``target`` as :meth:`read_into` does, ``piece`` bytes at a time; yield how many bytes
         are filled each time a piece lands. With ``ahead``, a stream that may be read ahead is read
         in a background thread (:mod:`~tfrec.record.fill_ahead`) while the caller checks what is
         filled; errors are raised where reading in this thread would raise them. A file opened here
-        is read at positions, by the thread and the caller both (:meth:`Filler.fill_shared`)."""
+        is read at positions, by the thread and the caller both (:meth:`Filler.fill_shared`), in
+        pieces ending at ``cuts`` when given, each passed to ``after`` once filled; the other ways
+        ignore them (``after`` is then called for no piece)."""
         read_into = functools.partial(self.read_into, offset=offset, index=index)
         if not (ahead and self._may_read_ahead):
             return fill_here(read_into, target, piece)
@@ -180,10 +190,17 @@ class RecordStream:
             self._filler = Filler()
         if self._fd is None:
             return self._filler.fill(read_into, target, piece)
-        return self._fill_at(self._filler, self._fd, target, read_into, piece)
+        return self._fill_at(self._filler, self._fd, target, read_into, piece, cuts, after)
 
     def _fill_at(
-        self, filler: Filler, fd: int, target: memoryview, read_into: ReadInto, piece: int
+        self,
+        filler: Filler,
+        fd: int,
+        target: memoryview,
+        read_into: ReadInto,
+        piece: int,
+        cuts: Sequence[int] | None,
+        after: AfterPiece | None,
     ) -> Generator[int, None, None]:
         """:meth:`fill` for a file opened here: what was read ahead first, then the rest read at
         its positions in the file, which is then moved past what was read."""
@@ -195,12 +212,44 @@ class RecordStream:
         if first == len(target):
             return
         start = self._raw.tell()  # the file's position of target[first] (nothing is held ahead now)
+        if first and cuts is not None:  # the pieces of the rest, and their places in the target
+            cuts = [cut - first for cut in cuts if cut > first]
+            if after is not None:
+                after = functools.partial(_shifted, after, first)
         filled = 0
+        read_at = functools.partial(_read_at, fd, start)
+        pieces = filler.fill_shared(read_at, target[first:], piece, cuts=cuts, after=after)
         try:
-            for filled in filler.fill_shared(functools.partial(_read_at, fd, start), target[first:], piece):
+            for filled in pieces:
                 yield first + filled
         finally:
+            pieces.close()  # (the thread lets go of the target)
             self._raw.seek(start + filled)
+
+    def reads_at(self) -> bool:
+        """Whether :meth:`fill_at` may read now: a plain file opened here, nothing read ahead."""
+        return (
+            self._fd is not None
+            and self._may_read_ahead
+            and self._ahead is not None
+            and not self._ahead.held()
+        )
+
+    def fill_at(
+        self, pieces: Sequence[Piece], *, after: AfterPiece | None = None
+    ) -> Generator[int, None, None]:
+        """Fill ``pieces`` (views, each with the stream offset of its first byte) from the file, by
+        a thread and this one (:meth:`Filler.fill_pieces`), when :meth:`reads_at`; the stream does
+        not move (see :meth:`skip`)."""
+        assert self._fd is not None
+        if self._filler is None:
+            self._filler = Filler()
+        return self._filler.fill_pieces(functools.partial(_read_at, self._fd, 0), pieces, after=after)
+
+    def skip(self, size: int) -> None:
+        """Move the stream ``size`` bytes on, past bytes :meth:`fill_at` read."""
+        if size and self._raw is not None:
+            self._raw.seek(size, os.SEEK_CUR)
 
     def _damaged(self, exc: zlib.error | EOFError, offset: int, index: int) -> None:
         """Report a damaged compressed stream at the frame at ``offset``; reading ends there."""
@@ -279,6 +328,10 @@ class RecordStream:
         if self._raw is not None and self._raw is not self.source:
             self._raw.close()
         self._stream = self._raw = self._fd = None
+
+
+def _shifted(after: AfterPiece, by: int, start: int, end: int) -> None:
+    after(start + by, end + by)
 
 
 def _read_at(fd: int, start: int, target: memoryview, at: int) -> int:
