@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recordcheck import outcome
 
 import tfrec
 from tfrec.record import spans
@@ -121,16 +122,6 @@ def _large_file(tmp_path: Path, count: int = 30) -> tuple[Path, list[bytes]]:
     return path, records
 
 
-def _outcome(run: object) -> tuple[list[bytes], tuple[object, ...] | None]:
-    got: list[bytes] = []
-    try:
-        for item in run:  # type: ignore[attr-defined]
-            got.extend(item if isinstance(item, tfrec.RecordBatch) else [item])
-    except tfrec.RecordError as exc:
-        return got, (type(exc), str(exc), exc.index, exc.offset)
-    return got, None
-
-
 @pytest.mark.usefixtures("threaded")
 @pytest.mark.parametrize("size", [1, 3, 8, 30])
 def test_threaded_spans_read_what_records_do(tmp_path: Path, size: int) -> None:
@@ -158,9 +149,9 @@ def test_threaded_spans_raise_the_errors_of_read_records_at_the_same_record(
             at = max(start for start in starts if start <= at)
         data[at] ^= 0x20
     path.write_bytes(bytes(data))
-    expected = _outcome(tfrec.read_records(path, on_error=on_error))  # type: ignore[arg-type]
+    expected = outcome(tfrec.read_records(path, on_error=on_error))  # type: ignore[arg-type]
     for size in (2, 7):
-        got = _outcome(tfrec.read_batches(path, size, on_error=on_error))  # type: ignore[arg-type]
+        got = outcome(tfrec.read_batches(path, size, on_error=on_error))  # type: ignore[arg-type]
         assert got == expected
 
 

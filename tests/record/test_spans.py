@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recordcheck import outcome
 
 import tfrec
 from tfrec.record.batch import PAD
@@ -20,17 +21,6 @@ KIB = 1024
 def _records(sizes: list[int], seed: int = 0) -> list[bytes]:
     rng = np.random.default_rng(seed)
     return [rng.bytes(size) for size in sizes]
-
-
-def _outcome(run: object) -> tuple[list[bytes], tuple[object, ...] | None]:
-    """The records an iteration hands out before it ends, and the error it ends with."""
-    got: list[bytes] = []
-    try:
-        for item in run:  # type: ignore[attr-defined]
-            got.extend(item if isinstance(item, tfrec.RecordBatch) else [item])
-    except tfrec.RecordError as exc:
-        return got, (type(exc), str(exc), exc.index, exc.offset)
-    return got, None
 
 
 @settings(max_examples=30, deadline=None)
@@ -83,8 +73,8 @@ def test_damage_gives_read_batches_the_errors_of_read_records(
     else:
         del data[at:]
     path.write_bytes(bytes(data))
-    expected = _outcome(tfrec.read_records(path, on_error=on_error))  # type: ignore[arg-type]
-    got = _outcome(tfrec.read_batches(path, size, on_error=on_error))  # type: ignore[arg-type]
+    expected = outcome(tfrec.read_records(path, on_error=on_error))  # type: ignore[arg-type]
+    got = outcome(tfrec.read_batches(path, size, on_error=on_error))  # type: ignore[arg-type]
     assert got == expected
 
 
@@ -161,7 +151,7 @@ def test_a_damaged_header_among_equal_ones_is_found(tmp_path: Path, byte: int) -
     data = bytearray(path.read_bytes())
     data[7 * (100 * KIB + 16) + byte] ^= 0x04
     path.write_bytes(bytes(data))
-    expected = _outcome(tfrec.read_records(path))
+    expected = outcome(tfrec.read_records(path))
     assert expected[0] == records[:7] and expected[1] is not None
     for size in (3, 12):
-        assert _outcome(tfrec.read_batches(path, size)) == expected
+        assert outcome(tfrec.read_batches(path, size)) == expected

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recordcheck import outcome
 
 import tfrec
 from tfrec.record import spans_ahead
@@ -102,15 +103,6 @@ def test_damage_in_spans_read_ahead_is_reported_at_the_record_read_records_names
         frame = 100 * KIB + 16
         data[at - at % frame if damage == "flip length" else at] ^= 0x20
     path.write_bytes(bytes(data))
-
-    def outcome(run: object) -> tuple[list[bytes], tuple[object, ...] | None]:
-        got: list[bytes] = []
-        try:
-            for item in run:  # type: ignore[attr-defined]
-                got.extend(item if isinstance(item, tfrec.RecordBatch) else [item])
-        except tfrec.RecordError as exc:
-            return got, (type(exc), str(exc), exc.index, exc.offset)
-        return got, None
 
     for on_error in ("raise", "skip"):
         expected = outcome(tfrec.read_records(path, on_error=on_error))  # type: ignore[arg-type]

@@ -12,7 +12,6 @@ import gzip
 import io
 import os
 import threading
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recordcheck import decompress
 
 import tfrec
 from tfrec.record import frame
@@ -33,14 +33,6 @@ FRAMING = frame.HEADER + frame.FOOTER
 
 def framed(records: list[bytes]) -> bytes:
     return b"".join(frame.header(len(r)) + r + frame.pack_crc(masked_crc(r)) for r in records)
-
-
-def decompress(data: bytes, compression: str | None) -> bytes:
-    if compression == "gzip":
-        return gzip.decompress(data)
-    if compression == "zlib":
-        return zlib.decompress(data)
-    return data
 
 
 def write_in_ways(writer: tfrec.RecordWriter, records: list[bytes], way: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import re
@@ -14,20 +13,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from recordcheck import decompress
 
 import tfrec
 
 COMPRESSIONS = [None, "gzip", "zlib"]
 SUFFIX = {None: ".tfrecord", "gzip": ".tfrecord.gz", "zlib": ".tfrecord.zz"}
 RECORDS = [b"", b"\x00", b"hello", bytes(range(256)), b"\xff" * 1000]
-
-
-def decompress(data: bytes, compression: str | None) -> bytes:
-    if compression == "gzip":
-        return gzip.decompress(data)
-    if compression == "zlib":
-        return zlib.decompress(data)
-    return data
 
 
 def temp_files(directory: Path) -> list[str]:
