@@ -112,6 +112,10 @@ print(json.dumps({
     "backend": name,
     "masked": [crc.masked_crc(v) for v in vectors],
     "rows": crc.masked_crc_rows(np.arange(64, dtype=np.uint8).reshape(8, 8)).tolist(),
+    "pieces": [
+        crc.mask(crc.crc_extender()(crc.crc_extender()(0, v[: len(v) // 3]), v[len(v) // 3 :]))
+        for v in vectors
+    ],
     "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
 }))
 """
@@ -174,6 +178,7 @@ def test_every_backend_gives_the_same_crcs(
     assert result["backend"] == backend
     assert result["masked"] == masked
     assert result["rows"] == rows
+    assert result["pieces"] == masked  # summed in two pieces, as the whole
     slow = [w for w in result["warnings"] if "pure-Python" in str(w)]  # type: ignore[union-attr]
     assert len(slow) == (1 if backend == "crcmod-python" else 0)
 

@@ -31,7 +31,7 @@ from ..errors import DecodeError
 from ..features import FeaturesDict
 from ..record import masked_crc, resolve_compression
 from ..record.compression import open_decompressed
-from ..record.crc import mask
+from ..record.crc import crc_extender, mask
 from ..record.frame import FRAMING, data_error
 from .reading import Damage, Place, bare_message, walk
 
@@ -42,21 +42,6 @@ SHOWN_BYTES = 1024  # of a longer bytes value, the first bytes shown
 SHOWN_VALUES = 100  # of a longer list (values, or steps of a feature list), the first shown
 _PIECE = 1 << 20  # bytes read at once from a large record
 _KEY_BYTES = 4096  # of a longer feature key, the first bytes shown
-
-
-def _crc_extender() -> Callable[[int, bytes], int]:
-    """``extend(crc, data)``: the CRC32C of what came before and ``data`` (unmasked), piece by piece."""
-    try:
-        import google_crc32c
-
-        if google_crc32c.implementation == "c":
-            return google_crc32c.extend
-    except ImportError:
-        pass
-    import crcmod.predefined
-
-    function = crcmod.predefined.mkPredefinedCrcFun("crc-32c")
-    return lambda crc, data: function(data, crc)
 
 
 class _Damaged(Exception):
@@ -73,7 +58,7 @@ class _Data:
         self.buffer = b""
         self.pos = 0
         self.crc = 0
-        self.extend = _crc_extender()
+        self.extend = crc_extender()
 
     def _fill(self, need: int) -> None:
         while len(self.buffer) - self.pos < need:

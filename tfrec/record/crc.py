@@ -36,6 +36,7 @@ __all__ = [
     "BYTE_TABLE",
     "crc32c",
     "crc_backend",
+    "crc_extender",
     "crc_function",
     "mask",
     "mask_array",
@@ -149,6 +150,25 @@ def masked_crc(data: bytes) -> int:
 def crc_function() -> CrcFunction:
     """The raw backend function, for hot loops that call it once per record."""
     return _backend()[0]
+
+
+def crc_extender() -> Callable[[int, bytes], int]:
+    """``extend(crc, data)``: the plain CRC32C of what ``crc`` was taken of followed by ``data``,
+    with the backend in use, for data summed piece by piece (a record too large to hold).
+
+    Example:
+        >>> extend = crc_extender()
+        >>> extend(extend(0, b"1234"), b"56789") == crc32c(b"123456789")
+        True
+    """
+    if _backend()[1] == "google-crc32c":
+        import google_crc32c
+
+        return cast(Callable[[int, bytes], int], google_crc32c.extend)
+    import crcmod.predefined
+
+    function = crcmod.predefined.mkPredefinedCrcFun("crc-32c")  # (its second argument continues a CRC)
+    return lambda crc, data: function(data, crc)
 
 
 @lru_cache(maxsize=1)
