@@ -13,7 +13,8 @@ The thread is started once per filler and stays idle (holding no lock, no file, 
 between fills: starting a thread per batch cost more than the overlap gained on small batches.
 It stops when the filler is closed or garbage-collected; a process forked from this one starts
 its own. It is a daemon, so that a reader left open at exit does not hold the interpreter: it is
-only ever inside a read while a caller waits in a fill.
+only ever inside a read while a caller waits in a fill. (That lifecycle is
+:mod:`~tfrec.record.owned_thread`'s.)
 
 Example:
     >>> filler = Filler()

@@ -12,6 +12,10 @@ when its owner is closed or garbage-collected. Two moments shape it:
   too (finalising the file then aborts the interpreter). Work in flight is waited for, or stopped,
   at exit.
 
+Which work is in flight, and what a wait does, stays with each module: a writer's jobs are
+finished, spans read ahead are finished before a fork and stopped at exit, a read ahead (by a
+thread no daemon) is finished before a fork.
+
 Example:
     >>> class Worker(OwnedThread[State]):
     ...     __slots__ = ()

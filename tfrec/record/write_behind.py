@@ -11,7 +11,8 @@ between jobs. It stops when its owner is closed or garbage-collected. It is a da
 writer left open at exit does not hold the interpreter; a job in flight is waited for at exit and
 before a fork, so that no thread is stopped inside a write holding the file's lock (finalising the
 file would then abort the interpreter, and a forked child would hang on it). A forked child starts
-a thread of its own if it hands over a job.
+a thread of its own if it hands over a job. (That lifecycle is :mod:`~tfrec.record.owned_thread`'s;
+the jobs in flight, waited for, are this module's.)
 
 A record writer copies frames into :class:`Pages` and hands each full page over.
 
