@@ -114,3 +114,43 @@ def test_a_job_in_flight_at_exit_is_finished(tmp_path: object) -> None:
     child = run_child(code, timeout=60)
     assert (child.returncode, child.result) == (0, "exiting"), child.describe()
     assert os.path.exists(marker)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="needs fork")
+def test_a_forked_child_runs_an_inherited_owners_work_in_a_thread_of_its_own() -> None:
+    # The parent's threads are not in the child: the write-behind and the filler it inherits each
+    # start one there, with a state of their own, and close without joining the parent's.
+    code = """
+        import io, os, threading
+        from tfrec.record.fill_ahead import Filler
+        from tfrec.record.write_behind import WriteBehind
+        def here():
+            return threading.current_thread().name
+        def read_into(names):
+            data = io.BytesIO(bytes(range(100)))
+            def read(view):
+                names.append(here())
+                return data.readinto(view)
+            return read
+        behind, filler, names = WriteBehind(), Filler(), []
+        behind.submit(lambda: names.append(here()))
+        behind.wait()
+        list(filler.fill(read_into(names), memoryview(bytearray(100)), 50))
+        pid = os.fork()
+        if pid == 0:
+            got, target = [], bytearray(100)
+            behind.submit(lambda: got.append(here()))
+            behind.wait()
+            filled = list(filler.fill(read_into(got), memoryview(target), 50))
+            behind.close()
+            filler.close()
+            left = [t.name for t in threading.enumerate() if t.name.startswith("tfrec-")]
+            ok = got == ["tfrec-write", "tfrec-fill", "tfrec-fill"] and filled[-1] == 100 and not left
+            os._exit(0 if ok and bytes(target) == bytes(range(100)) else 3)
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        behind.close()
+        filler.close()
+        report([code, names])
+    """
+    child = run_child(code, timeout=60)
+    assert child.result == [0, ["tfrec-write", "tfrec-fill", "tfrec-fill"]], child.describe()

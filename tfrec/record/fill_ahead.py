@@ -13,7 +13,8 @@ The thread is started once per filler and stays idle (holding no lock, no file, 
 between fills: starting a thread per batch cost more than the overlap gained on small batches.
 It stops when the filler is closed or garbage-collected; a process forked from this one starts
 its own. It is a daemon, so that a reader left open at exit does not hold the interpreter: it is
-only ever inside a read while a caller waits in a fill.
+only ever inside a read while a caller waits in a fill. (That lifecycle is
+:mod:`~tfrec.record.owned_thread`'s.)
 
 Example:
     >>> filler = Filler()
@@ -24,10 +25,10 @@ Example:
 
 from __future__ import annotations
 
-import os
 import threading
-import weakref
 from collections.abc import Callable, Generator, Sequence
+
+from .owned_thread import OwnedThread
 
 __all__ = ["AfterPiece", "Filler", "Piece", "ReadAt", "ReadInto", "fill_here"]
 
@@ -116,12 +117,6 @@ def _serve(state: _State) -> None:
             cond.notify_all()
 
 
-def _close(state: _State) -> None:
-    with state.cond:
-        state.closing = True
-        state.cond.notify_all()
-
-
 def fill_here(read_into: ReadInto, target: memoryview, piece: int) -> Generator[int, None, None]:
     """:meth:`Filler.fill` without a thread: each piece is read when the one before is checked."""
     filled = 0
@@ -146,33 +141,13 @@ def _cuts(size: int, piece: int) -> list[int]:
     return [*range(piece, size, piece), size] if size else []
 
 
-class Filler:
+class Filler(OwnedThread[_State]):
     """A background thread that fills targets piece by piece (see the module's docstring)."""
 
-    __slots__ = ("__weakref__", "_finalizer", "_pid", "_state", "_thread")
+    __slots__ = ()
 
     def __init__(self) -> None:
-        self._state = _State()
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-        self._finalizer = weakref.finalize(self, _close, self._state)
-
-    def start(self) -> bool:
-        """Start the thread unless it runs (a fill starts it too); whether it runs."""
-        if self._thread is not None and self._pid == os.getpid() and self._thread.is_alive():
-            return True
-        if self._state.closing:
-            return False
-        self._state = _State()  # (a forked child's copy may be mid-job, of a thread that is not there)
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _close, self._state)
-        thread = threading.Thread(target=_serve, args=(self._state,), name="tfrec-fill", daemon=True)
-        try:
-            thread.start()
-        except RuntimeError:  # no thread to be had (a process limit): the caller reads itself
-            return False
-        self._thread, self._pid = thread, os.getpid()
-        return True
+        super().__init__(_State, _serve, "tfrec-fill")
 
     def fill(self, read_into: ReadInto, target: memoryview, piece: int) -> Generator[int, None, None]:
         """Fill ``target`` with ``read_into``, ``piece`` bytes at a time, in the thread; yield how
@@ -225,7 +200,7 @@ class Filler:
         threaded: bool = True,
         after: AfterPiece | None = None,
     ) -> Generator[int, None, None]:
-        state = self._state if threaded else _State()
+        state = self.state if threaded else _State()
         cond = state.cond
         with cond:
             state.begin(read_at, pieces, after)
@@ -268,8 +243,4 @@ class Filler:
 
     def close(self) -> None:
         """Stop the thread (idempotent); a later fill reads without it."""
-        self._state.closing = True
-        self._finalizer()
-        thread, self._thread = self._thread, None
-        if thread is not None and self._pid == os.getpid() and thread is not threading.current_thread():
-            thread.join()
+        self.stop()

@@ -14,11 +14,12 @@ Example:
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections.abc import Callable
 from typing import IO
+
+from .owned_thread import on_fork_and_exit
 
 __all__ = ["ReadAhead"]
 
@@ -32,8 +33,7 @@ def _finish_reads() -> None:
         stream.finish()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_finish_reads)
+on_fork_and_exit(before_fork=_finish_reads)  # (none at exit: the interpreter waits for a thread no daemon)
 
 
 class ReadAhead:

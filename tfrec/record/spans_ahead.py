@@ -24,11 +24,9 @@ Example:
 
 from __future__ import annotations
 
-import atexit
 import bisect
 import contextlib
 import mmap
-import os
 import sys
 import weakref
 from collections.abc import Callable, Generator
@@ -38,6 +36,7 @@ import numpy as np
 from . import frame
 from .batch import PAD
 from .fill_ahead import AfterPiece, Piece
+from .owned_thread import on_fork_and_exit
 from .stream import RecordStream
 
 __all__ = ["AHEAD_BYTES", "MAX_WAIT", "PIECE", "Early", "SpansAhead", "digest_frames"]
@@ -98,9 +97,7 @@ def _stop_fills() -> None:
             ahead.clear()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_finish_fills)
-atexit.register(_stop_fills)
+on_fork_and_exit(before_fork=_finish_fills, at_exit=_stop_fills)
 
 
 class SpansAhead:

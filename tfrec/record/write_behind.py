@@ -11,7 +11,8 @@ between jobs. It stops when its owner is closed or garbage-collected. It is a da
 writer left open at exit does not hold the interpreter; a job in flight is waited for at exit and
 before a fork, so that no thread is stopped inside a write holding the file's lock (finalising the
 file would then abort the interpreter, and a forked child would hang on it). A forked child starts
-a thread of its own if it hands over a job.
+a thread of its own if it hands over a job. (That lifecycle is :mod:`~tfrec.record.owned_thread`'s;
+the jobs in flight, waited for, are this module's.)
 
 A record writer copies frames into :class:`Pages` and hands each full page over.
 
@@ -25,16 +26,15 @@ Example:
 
 from __future__ import annotations
 
-import atexit
 import io
 import os
 import threading
-import weakref
 from collections.abc import Callable
 from typing import IO
 
 from .compression import GzipMembersWriter
 from .frame import FOOTER, FRAMING, HEADER
+from .owned_thread import OwnedThread, on_fork_and_exit
 
 __all__ = ["Job", "Pages", "WriteBehind"]
 
@@ -52,9 +52,7 @@ def _finish_jobs() -> None:
         state.finish()
 
 
-atexit.register(_finish_jobs)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_finish_jobs)
+on_fork_and_exit(before_fork=_finish_jobs, at_exit=_finish_jobs)
 
 
 class _State:
@@ -100,26 +98,17 @@ def _serve(state: _State) -> None:
         del error
 
 
-def _close(state: _State) -> None:
-    with state.cond:
-        state.closing = True
-        state.cond.notify_all()
-
-
-class WriteBehind:
+class WriteBehind(OwnedThread[_State]):
     """Run jobs one at a time in a background thread (see the module's docstring).
 
     Not thread-safe: one owner hands over jobs. When no thread can be started (a process limit),
     a job runs in the caller's thread.
     """
 
-    __slots__ = ("__weakref__", "_finalizer", "_pid", "_state", "_thread")
+    __slots__ = ()
 
     def __init__(self) -> None:
-        self._state = _State()
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-        self._finalizer = weakref.finalize(self, _close, self._state)
+        super().__init__(_State, _serve, "tfrec-write")
 
     def submit(self, job: Job) -> None:
         """Run ``job`` in the thread once the job before it is done; returns at once.
@@ -128,10 +117,10 @@ class WriteBehind:
             BaseException: whatever the job before raised (``job`` is then not run).
         """
         self.wait()
-        if not self._start():
+        if not self.start():
             job()
             return
-        state = self._state
+        state = self.state
         with state.cond:
             state.job = job
             with _lock:
@@ -140,34 +129,15 @@ class WriteBehind:
 
     def wait(self) -> None:
         """Wait for the job in flight; raise what a job raised since the last wait (once)."""
-        if self._pid != os.getpid():  # no thread of ours here (none started, or a forked child's)
+        if self.pid != os.getpid():  # no thread of ours here (none started, or a forked child's)
             return
-        state = self._state
+        state = self.state
         with state.cond:
             while state.job is not None:
                 state.cond.wait()
             error, state.error = state.error, None
         if error is not None:
             raise error
-
-    def _start(self) -> bool:
-        """Start the thread unless it runs; whether it runs."""
-        thread = self._thread
-        if thread is not None and self._pid == os.getpid() and thread.is_alive():
-            return True
-        if self._state.closing:
-            return False
-        # A forked child's copy of the state may have its lock held by a thread that is not there.
-        self._state = _State()
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _close, self._state)
-        thread = threading.Thread(target=_serve, args=(self._state,), name="tfrec-write", daemon=True)
-        try:
-            thread.start()
-        except RuntimeError:  # no thread to be had: the caller writes itself
-            return False
-        self._thread, self._pid = thread, os.getpid()
-        return True
 
     def close(self) -> None:
         """Wait for the job in flight and stop the thread (idempotent); later jobs run in the caller.
@@ -178,11 +148,7 @@ class WriteBehind:
         try:
             self.wait()
         finally:
-            self._state.closing = True
-            self._finalizer()
-            thread, self._thread = self._thread, None
-            if thread is not None and self._pid == os.getpid() and thread is not threading.current_thread():
-                thread.join()
+            self.stop()
 
 
 class Pages:
