@@ -33,10 +33,10 @@ import atexit
 import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["OwnedThread", "ThreadState", "on_fork_and_exit"]
+__all__ = ["OwnedThread", "ThreadState", "on_fork_and_exit", "snapshot"]
 
 
 class ThreadState(Protocol):
@@ -60,6 +60,24 @@ def on_fork_and_exit(*, before_fork: Callable[[], None], at_exit: Callable[[], N
         atexit.register(at_exit)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(before=before_fork)
+
+
+T = TypeVar("T")
+
+
+def snapshot(items: Iterable[T]) -> list[T]:
+    """A list of what ``items`` (a weak set of work in flight) holds, while other threads may add
+    to it or discard from it: a set changed during the listing raises, and is listed again.
+
+    Example:
+        >>> for stream in snapshot(READING):
+        ...     stream.finish()
+    """
+    while True:
+        try:
+            return list(items)
+        except RuntimeError:  # (set changed size during iteration)
+            continue
 
 
 def _close(state: ThreadState) -> None:

@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable
 from typing import IO
 
-from .owned_thread import on_fork_and_exit
+from .owned_thread import on_fork_and_exit, snapshot
 
 __all__ = ["ReadAhead"]
 
@@ -29,7 +29,7 @@ _READING: weakref.WeakSet[ReadAhead] = weakref.WeakSet()
 
 
 def _finish_reads() -> None:
-    for stream in list(_READING):
+    for stream in snapshot(_READING):
         stream.finish()
 
 

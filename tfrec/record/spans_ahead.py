@@ -36,7 +36,7 @@ import numpy as np
 from . import frame
 from .batch import PAD
 from .fill_ahead import AfterPiece, Piece
-from .owned_thread import on_fork_and_exit
+from .owned_thread import on_fork_and_exit, snapshot
 from .stream import RecordStream
 
 __all__ = ["AHEAD_BYTES", "MAX_WAIT", "PIECE", "Early", "SpansAhead", "digest_frames"]
@@ -87,12 +87,12 @@ _FILLING: weakref.WeakSet[SpansAhead] = weakref.WeakSet()
 
 
 def _finish_fills() -> None:
-    for ahead in list(_FILLING):
+    for ahead in snapshot(_FILLING):
         ahead.finish()
 
 
 def _stop_fills() -> None:
-    for ahead in list(_FILLING):
+    for ahead in snapshot(_FILLING):
         with contextlib.suppress(ValueError):  # (ended by the thread that runs it)
             ahead.clear()
 
