@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrec
+import tfrec.data.random_access.shard_files as shard_files_module
 import tfrec.data.random_access.source as source_module
 from tfrec import FixedLenFeature, RaggedArray, SparseArray, VarLenFeature
 from tfrec.data import RecordFileSource, build_index, write_dataset
@@ -94,7 +95,7 @@ def test_getitems_of_large_batches_reads_one_by_one(
     three_shards: tuple[list[str], list[bytes]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paths, expected = three_shards
-    monkeypatch.setattr(source_module, "_BATCH_BYTES", 100)
+    monkeypatch.setattr(shard_files_module, "_BATCH_BYTES", 100)
     source = RecordFileSource(paths)
     keys = list(range(len(expected)))[::-1]
     assert source.__getitems__(keys) == [expected[k] for k in keys]
@@ -108,15 +109,15 @@ def test_getitems_reads_adjacent_frames_together(tmp_path: Path, monkeypatch: py
     expected = shards[0] + shards[1]
     source = RecordFileSource(paths)
     calls: list[int] = []
-    real = source_module.read_frames.__globals__["pread"]
+    real = shard_files_module.read_frames.__globals__["pread"]
 
     def counting(fd: int, size: int, offset: int) -> bytes:
         calls.append(size)
         return real(fd, size, offset)
 
-    monkeypatch.setitem(source_module.read_frames.__globals__, "pread", counting)
+    monkeypatch.setitem(shard_files_module.read_frames.__globals__, "pread", counting)
     # Positioned reads are the path of files that cannot be mapped (mapped files are gathered from).
-    monkeypatch.setattr(source_module, "map_file", lambda fd, size: None)
+    monkeypatch.setattr(shard_files_module, "map_file", lambda fd, size: None)
     small = [i for i in range(80) if len(expected[i]) <= 10]
     for keys in ([3, 3, 1], small[::-1], list(range(80)), [rng.randrange(80) for _ in range(200)]):
         calls.clear()
@@ -349,7 +350,7 @@ def test_pickled_copies_reopen_their_files(three_shards: tuple[list[str], list[b
     fresh = pickle.loads(pickle.dumps(source))  # before any read
     assert source[12] == expected[12]  # now the original has files open
     copy = pickle.loads(pickle.dumps(source))
-    assert copy._fds == [None, None, None]  # no file descriptor travelled
+    assert copy._files._fds == [None, None, None]  # no file descriptor travelled
     source.close()
     assert [copy[i] for i in range(len(copy))] == expected == [fresh[i] for i in range(len(fresh))]
     assert repr(copy) == repr(source)
@@ -392,7 +393,8 @@ def test_threads_share_a_source(three_shards: tuple[list[str], list[bytes]]) -> 
     for thread in threads:
         thread.join()
     assert not errors, errors[0]
-    assert sum(fd is not None for fd in source._fds) == 2  # one descriptor per non-empty file, not per thread
+    # one descriptor per non-empty file, not per thread
+    assert sum(fd is not None for fd in source._files._fds) == 2
 
 
 # -- grain and PyTorch ----------------------------------------------------------------------------------

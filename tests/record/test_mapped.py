@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrec
-import tfrec.data.random_access.source as source_module
+import tfrec.data.random_access.shard_files as shard_files_module
 from tfrec.data import RecordFileSource, build_index
 from tfrec.record import frame
 from tfrec.record.mapped import frames_ok, gather_frames, map_file, mapped_size
@@ -44,7 +44,7 @@ def test_getitems_equals_sequential_reads(shards: tuple[list[str], list[bytes]],
     keys = data.draw(st.lists(st.integers(-len(expected), len(expected) - 1), max_size=80))  # duplicates too
     source = RecordFileSource(paths)
     assert source.__getitems__(keys) == [expected[k] for k in keys]
-    assert all(view is None or mapped_size(view) == len(view) for view in source._maps)
+    assert all(view is None or mapped_size(view) == len(view) for view in source._files._maps)
 
 
 @settings(max_examples=60, deadline=None)
@@ -112,7 +112,7 @@ def test_a_file_that_shrank_under_its_map_raises(tmp_path: Path) -> None:
     path = write(tmp_path / "s.tfrecord", [bytes([i]) * 5000 for i in range(6)])
     source = RecordFileSource([path])
     assert source.__getitems__([5, 0]) == [bytes([5]) * 5000, b"\x00" * 5000]
-    assert source._maps[0] is not None  # mapped by the batched read
+    assert source._files._maps[0] is not None  # mapped by the batched read
     os.truncate(path, 3 * 5016)  # never read past the end of the map: the size is checked first
     with pytest.raises(tfrec.TfrecError) as caught:
         source.__getitems__([5, 0])
@@ -124,10 +124,10 @@ def test_files_that_cannot_be_mapped_are_read_with_pread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write(tmp_path / "p.tfrecord", [b"x", b"", b"yz"])
-    monkeypatch.setattr(source_module, "map_file", lambda fd, size: None)
+    monkeypatch.setattr(shard_files_module, "map_file", lambda fd, size: None)
     source = RecordFileSource([path])
     assert source.__getitems__([2, 1, 0, 2]) == [b"yz", b"", b"x", b"yz"]
-    assert source._maps == [None] and source._unmappable == [True]
+    assert source._files._maps == [None] and source._files._unmappable == [True]
 
 
 def test_close_drops_the_maps_and_copies_map_again(tmp_path: Path) -> None:
@@ -137,9 +137,9 @@ def test_close_drops_the_maps_and_copies_map_again(tmp_path: Path) -> None:
     source = RecordFileSource([path])
     assert source.__getitems__([1, 0]) == [b"defg", b"abc"]
     copy = pickle.loads(pickle.dumps(source))
-    assert copy._maps == [None]
+    assert copy._files._maps == [None]
     source.close()
-    assert source._maps == [None]
+    assert source._files._maps == [None]
     assert source.__getitems__([1]) == [b"defg"] and copy.__getitems__([0, 1]) == [b"abc", b"defg"]
 
 
@@ -159,7 +159,7 @@ def test_map_files_0_in_the_environment_maps_nothing(tmp_path: Path, monkeypatch
     monkeypatch.setenv("TFREC_MAP_FILES", "0")
     source = RecordFileSource([path])
     assert source.__getitems__([1, 0]) == [b"c", b"ab"]
-    assert source._maps == [None] and source._unmappable == [True]
+    assert source._files._maps == [None] and source._files._unmappable == [True]
 
 
 def test_gather_in_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
