@@ -1,8 +1,10 @@
-"""Helpers the record tests share: what an iteration hands out, and a written file's frames."""
+"""Helpers the record tests share: what an iteration hands out, a written file's frames, and the
+background threads of a name (tfrec-write, tfrec-fill) still running."""
 
 from __future__ import annotations
 
 import gzip
+import threading
 import zlib
 
 import tfrec
@@ -27,3 +29,15 @@ def decompress(data: bytes, compression: str | None) -> bytes:
     if compression == "zlib":
         return zlib.decompress(data)
     return data
+
+
+def threads_named(name: str) -> list[threading.Thread]:
+    """The running threads called ``name``."""
+    return [t for t in threading.enumerate() if t.name == name]
+
+
+def none_left(name: str) -> bool:
+    """Whether every thread called ``name`` ends (each given 10 s)."""
+    for thread in threads_named(name):
+        thread.join(timeout=10)
+    return not threads_named(name)

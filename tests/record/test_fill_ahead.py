@@ -14,23 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from recordcheck import outcome
+from recordcheck import none_left, outcome, threads_named
 
 import tfrec
 from tfrec.record import spans
 from tfrec.record.fill_ahead import Filler, fill_here
 
 KIB = 1024
-
-
-def _fill_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "tfrec-fill"]
-
-
-def _no_fill_threads() -> bool:
-    for thread in _fill_threads():
-        thread.join(timeout=10)
-    return not _fill_threads()
 
 
 class _FailingAt:
@@ -74,7 +64,7 @@ def test_an_error_in_the_thread_is_raised_after_the_pieces_before_it() -> None:
     target = bytearray(300)  # the thread serves the next fill
     assert list(filler.fill(io.BytesIO(data).readinto, memoryview(target), 200))[-1] == 300
     filler.close()
-    assert _no_fill_threads()
+    assert none_left("tfrec-fill")
 
 
 def test_a_fill_left_early_lets_go_of_its_buffer() -> None:
@@ -93,16 +83,16 @@ def test_a_fill_left_early_lets_go_of_its_buffer() -> None:
     assert stream.tell() < 4 * KIB  # it stopped at the piece it was reading
     buffer.resize(8 * KIB)  # a map with a view of it alive (in the thread) could not be resized
     filler.close()
-    assert _no_fill_threads()
+    assert none_left("tfrec-fill")
 
 
 def test_a_collected_filler_stops_its_thread() -> None:
     filler = Filler()
     assert list(filler.fill(io.BytesIO(bytes(100)).readinto, memoryview(bytearray(100)), 10))[-1] == 100
-    assert len(_fill_threads()) >= 1
+    assert len(threads_named("tfrec-fill")) >= 1
     del filler
     gc.collect()
-    assert _no_fill_threads()
+    assert none_left("tfrec-fill")
 
 
 # -- through the reader: small pieces, so that spans of a few records are filled in the thread --
@@ -161,19 +151,19 @@ def test_a_reader_closed_or_dropped_early_leaves_no_thread(tmp_path: Path) -> No
     reader = tfrec.RecordReader(path)
     batches = reader.batches(8)
     assert list(next(batches)) == records[:8]
-    assert _fill_threads()  # the thread is there while the reader reads
+    assert threads_named("tfrec-fill")  # the thread is there while the reader reads
     reader.close()
-    assert _no_fill_threads()
+    assert none_left("tfrec-fill")
 
     batches = tfrec.RecordReader(path).batches(8)
     next(batches)
     del batches
     gc.collect()
-    assert _no_fill_threads()
+    assert none_left("tfrec-fill")
 
     for _ in range(3):  # finished readers leave none either
         assert sum(map(len, tfrec.read_batches(path, 5))) == len(records)
-    assert _no_fill_threads()
+    assert none_left("tfrec-fill")
 
 
 # -- reads at positions, shared by the thread and the caller --------------------------------------
@@ -208,7 +198,7 @@ def test_a_shared_fill_is_read_by_the_thread_and_the_caller_in_any_order_and_yie
     assert bytes(target) == data
     assert len(read_at.readers) == 2  # both read pieces
     filler.close()
-    assert _no_fill_threads()
+    assert none_left("tfrec-fill")
 
 
 def test_a_shared_fill_ends_at_a_short_piece_and_raises_the_first_error_after_the_pieces_before() -> None:
@@ -233,7 +223,7 @@ def test_a_shared_fill_ends_at_a_short_piece_and_raises_the_first_error_after_th
         read_at = _read_at(data)
         assert list(filler.fill_shared(read_at, view, 256))[-1] == 600
         assert read_at.readers == {threading.get_ident()}
-    assert _no_fill_threads()
+    assert none_left("tfrec-fill")
 
 
 def test_a_shared_fill_left_early_lets_go_of_its_buffer() -> None:
@@ -245,7 +235,7 @@ def test_a_shared_fill_left_early_lets_go_of_its_buffer() -> None:
         fill.close()
     buffer.resize(128 * KIB)  # a map with a view of it alive (in the thread) could not be resized
     filler.close()
-    assert _no_fill_threads()
+    assert none_left("tfrec-fill")
 
 
 @pytest.mark.usefixtures("threaded")
@@ -289,7 +279,7 @@ def test_a_file_truncated_while_its_spans_are_read_raises_as_read_records_does(t
         kept = ends.index(max(end for end in ends if end <= cut)) + 1
         assert got == records[: len(got)] and len(got) >= kept and caught.value.index == len(got)
         reader.close()
-    assert _no_fill_threads()
+    assert none_left("tfrec-fill")
 
 
 @pytest.mark.usefixtures("threaded")
@@ -304,4 +294,4 @@ def test_threaded_spans_of_a_stream_object_are_read_in_order_by_the_thread(tmp_p
         got = [list(batch) for batch in reader.batches(size)]
         reader.close()
     assert got == [records[i : i + size] for i in range(1, len(records), size)]
-    assert _no_fill_threads()
+    assert none_left("tfrec-fill")

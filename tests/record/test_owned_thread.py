@@ -15,22 +15,13 @@ import weakref
 from collections.abc import Callable
 
 import pytest
+from recordcheck import none_left, threads_named
 
 from tfrec.record.fill_ahead import Filler
 from tfrec.record.owned_thread import snapshot
 from tfrec.record.write_behind import WriteBehind
 
 Owner = WriteBehind | Filler
-
-
-def _threads(name: str) -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == name]
-
-
-def _none_left(name: str) -> bool:
-    for thread in _threads(name):
-        thread.join(timeout=10)
-    return not _threads(name)
 
 
 def _run_in(owner: Owner, work: Callable[[], None]) -> None:
@@ -69,7 +60,7 @@ def test_with_no_thread_to_be_had_the_work_runs_in_the_caller_until_one_is(
     _run_in(owner, lambda: ran.append(threading.current_thread().name))
     assert ran[-1] == name
     owner.close()
-    assert _none_left(name)
+    assert none_left(name)
 
 
 @pytest.mark.parametrize(("make", "name"), OWNERS)
@@ -79,20 +70,20 @@ def test_an_owner_stopped_runs_later_work_in_the_caller(make: Callable[[], Owner
     _run_in(owner, lambda: ran.append(threading.current_thread().name))
     owner.close()
     owner.close()  # idempotent
-    assert _none_left(name)
+    assert none_left(name)
     _run_in(owner, lambda: ran.append(threading.current_thread().name))
     assert ran == [name, threading.current_thread().name]
-    assert not owner.start() and not _threads(name)
+    assert not owner.start() and not threads_named(name)
 
 
 @pytest.mark.parametrize(("make", "name"), OWNERS)
 def test_an_owner_dropped_after_its_thread_started_stops_it(make: Callable[[], Owner], name: str) -> None:
     owner = make()
     _run_in(owner, lambda: None)  # (the start makes the state the thread serves: the finalizer follows it)
-    assert len(_threads(name)) >= 1
+    assert len(threads_named(name)) >= 1
     del owner
     gc.collect()
-    assert _none_left(name)
+    assert none_left(name)
 
 
 def test_a_filler_closed_from_its_own_thread_ends_the_fill_and_the_thread() -> None:
@@ -108,7 +99,7 @@ def test_a_filler_closed_from_its_own_thread_ends_the_fill_and_the_thread() -> N
     target = bytearray(100)
     assert list(filler.fill(read_into, memoryview(target), 100)) == [100]
     assert bytes(target) == bytes(range(100))
-    assert _none_left("tfrec-fill")
+    assert none_left("tfrec-fill")
 
 
 def test_a_weak_set_of_work_in_flight_is_listed_while_threads_change_it() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import gzip
 import io
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from recordcheck import decompress
+from recordcheck import decompress, threads_named
 
 import tfrec
 from tfrec.record import frame
@@ -49,10 +48,6 @@ def write_in_ways(writer: tfrec.RecordWriter, records: list[bytes], way: str) ->
         writer.write_frames(frame_records(records[2 * third :]))
 
 
-def writer_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "tfrec-write"]
-
-
 # Sizes around the page's end (a frame is 16 bytes more than its record), the size written
 # from where it is (64 KiB), a record larger than a page, empty records.
 SIZES = [0, 1, 100, 4080, (1 << 16) - 1, 1 << 16, PAGE - 16, PAGE - 17, PAGE, 3 * PAGE + 5]
@@ -76,7 +71,7 @@ def test_a_path_a_file_and_a_bytesio_get_the_same_bytes(
         write_in_ways(writer, records, way)
     assert decompress(path.read_bytes(), compression) == framed(records)
     assert path.read_bytes() == (tmp_path / "plain").read_bytes() == sink.getvalue()
-    assert not writer_threads()  # stopped by close
+    assert not threads_named("tfrec-write")  # stopped by close
 
 
 @pytest.mark.parametrize("way", ["write", "write_many", "mix"])
@@ -109,18 +104,18 @@ def test_records_filling_pages_to_any_boundary_come_out_whole(sizes: list[int]) 
 def test_the_thread_writes_pages_behind_and_stops_at_close(tmp_path: Path) -> None:
     with tfrec.RecordWriter(tmp_path / "x.tfrecord") as writer:
         writer.write_many([bytes(1000)] * 3000)  # 3 MB: pages are handed over
-        assert len(writer_threads()) == 1
-    assert not writer_threads()
+        assert len(threads_named("tfrec-write")) == 1
+    assert not threads_named("tfrec-write")
     with tfrec.RecordWriter(io.BytesIO()) as writer:  # a stream that may keep what it gets: no thread
         writer.write_many([bytes(1000)] * 3000)
-        assert not writer_threads()
+        assert not threads_named("tfrec-write")
 
 
 @pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_writer_dropped_without_closing_stops_its_thread(tmp_path: Path) -> None:
     writer = tfrec.RecordWriter(tmp_path / "x.tfrecord")
     writer.write_many([bytes(1000)] * 3000)
-    thread = writer_threads()[0]
+    thread = threads_named("tfrec-write")[0]
     del writer  # (its file is left to the garbage collector, unclosed, as before)
     thread.join(timeout=10)
     assert not thread.is_alive()
@@ -162,7 +157,7 @@ def test_an_error_of_the_thread_is_raised_by_a_later_call_and_nothing_is_publish
     with pytest.raises(tfrec.TfrecError, match="an earlier write failed"):
         writer.close()
     assert list(tmp_path.iterdir()) == []  # no final file, no temporary one
-    assert not writer_threads()
+    assert not threads_named("tfrec-write")
 
 
 def test_an_error_of_the_last_page_is_raised_by_flush(
