@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tfrec"
 # builds protos; `convert` and the engine integrations build on `data`; `convert` may use the one
 # Arrow mapping (tfrec.integrations.arrow: Parquet export types its columns with it) but not torch,
 # Ray or Dask, and no integration imports `convert`, so there is no circle; `cli` may call converters.
-BASE = {"errors", "arguments", "cache", "allocator"}  # modules every layer may import
+BASE = {"errors", "arguments", "cache", "allocator", "forking"}  # modules every layer may import
 BELOW_DATA = {"record", "example", "features"}
 ALLOWED: dict[str, set[str]] = {
     "record": set(),

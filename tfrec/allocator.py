@@ -28,11 +28,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+
+from .forking import renew_in_child
 
 __all__ = ["Arena", "current_arena", "keep_freed_memory", "use_arena"]
 
@@ -43,6 +46,7 @@ _TRIM_THRESHOLD = 64 << 20
 _MMAP_THRESHOLD = 32 << 20  # glibc's own upper bound for the dynamic threshold on 64-bit systems
 
 _lock = threading.Lock()
+renew_in_child(sys.modules[__name__], "_lock")
 _tuned: bool | None = None  # None: not tried yet in this process
 
 

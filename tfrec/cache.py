@@ -23,6 +23,8 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
+from .forking import renew_in_child
+
 __all__ = ["BoundedCache", "clear_all"]
 
 K = TypeVar("K", bound=Hashable)
@@ -48,6 +50,7 @@ class BoundedCache(dict[K, V], Generic[K, V]):
         self.size = size
         self._compute = compute
         self._lock = threading.Lock()
+        renew_in_child(self, "_lock")
         _ALL[id(self)] = self  # type: ignore[assignment]
 
     def put(self, key: K, value: V) -> V:

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -55,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DatasetStateError
+from ...forking import renew_in_child
 from ..paths import local_path
 from ..random_access.source import RecordFileSource
 from ..sharding.consumers import Consumer
@@ -82,6 +84,7 @@ ELASTIC_OPS = (MapOp, BatchOp, PrefetchOp, DecodeOp)  # steps that hand out one 
 
 _sources: dict[tuple[Any, ...], RecordFileSource] = {}  # per process: indexes are read once
 _sources_lock = threading.Lock()
+renew_in_child(sys.modules[__name__], "_sources_lock")
 
 
 def record_source(files: Sequence[str], index_paths: Sequence[str] | None) -> RecordFileSource:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidArgumentError, RecordError, TruncatedRecordError
+from ...forking import renew_in_child
 from ...record import frame
 from ...record.crc import crc_function, mask
 from ...record.positioned import read_fully
@@ -52,6 +53,7 @@ class MemberCache:
         self.capacity = capacity
         self._members: OrderedDict[Any, bytes] = OrderedDict()
         self._lock = threading.Lock()
+        renew_in_child(self, "_lock")
 
     def get(self, key: Any) -> bytes | None:
         with self._lock:

@@ -40,6 +40,7 @@ from typing import cast
 import numpy as np
 
 from ...errors import MissingFileError, RecordError
+from ...forking import renew_in_child
 from ...record import RecordBatch
 from ...record.files import open_regular
 from ...record.frame import FOOTER, HEADER
@@ -92,6 +93,7 @@ class ShardFiles:
         # next open anywhere in the process may have been given, for another file).
         self._generation = 0
         self._open_lock = threading.Lock()
+        renew_in_child(self, "_open_lock")  # a child forked while another thread opens a file
         self._inflated = MemberCache()  # the gzip members inflated last
         self._finalizer = weakref.finalize(self, _close_all, self._fds)
         # Each file's read-only map, made on the first batched read of it (per process: never pickled).
