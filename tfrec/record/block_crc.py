@@ -4,7 +4,7 @@ CRC32C is linear over GF(2): the CRC register after a run of bytes is the XOR of
 of the run leaves in it, each part's share moved on over the zero bytes that follow it. So the
 register after a whole block is predicted from the frames' headers and stored CRCs alone, as if
 every record's data matched its CRC, and compared with one pass of the CRC backend over the
-block. That pass runs at memory speed, can run in the read-ahead thread (it releases the GIL),
+block. That pass runs at memory speed, can run in the read-ahead thread as the block is read,
 and replaces a call and a slice per record.
 
 A block that fails the check holds at least one damaged record: the reader then checks the

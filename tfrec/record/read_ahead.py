@@ -1,7 +1,9 @@
 """A binary stream that reads its next block in a background thread (record layer).
 
-Reading a block of a file and taking its CRC32C release the GIL, so they overlap the decoding
-of the block before it (numpy releases the GIL often enough for the thread to get on).
+Reading a block of a file releases the GIL, so it overlaps the decoding of the block before it
+(numpy releases the GIL often enough for the thread to get on). The thread also takes the
+block's CRC32C; the CRC backends hold the GIL while they sum, but at memory speed (about 55 us a
+MiB), a few percent of what decoding the block costs.
 
 Example:
     >>> stream = ReadAhead(open("train.tfrecord", "rb"), digest=crc32c)
