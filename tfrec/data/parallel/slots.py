@@ -175,7 +175,7 @@ class _Pieces:
 
     Apart from the pickler on purpose: a pickler whose callback is its own bound method is a
     reference cycle, which kept each pull (its arrays, its bytes, views of its slot) alive until
-    the garbage collector ran, and made each collection walk them (0.4 us a record).
+    the garbage collector ran, and made each collection walk them first.
     """
 
     __slots__ = ("marked", "pieces")
