@@ -165,6 +165,22 @@ def test_large_buffers_skip_the_pipe(pool: tuple[SlotWriter, SlotReader]) -> Non
     assert header is None and pickle.loads(inband)[0]["label"].tolist() == list(range(100))
 
 
+def test_a_pack_leaves_no_reference_cycle_behind(pool: tuple[SlotWriter, SlotReader]) -> None:
+    # A cycle would keep every pull (its arrays, bytes and views of the slot) alive until the garbage
+    # collector ran, and make each collection walk them.
+    writer, _ = pool
+    images = np.array([os.urandom(3072) for _ in range(64)], dtype=object)
+    items = [{"image": images, "x": np.full(BIG, 1.0), "text": np.array([b"t"] * 64, dtype=object)}]
+    gc.collect()
+    gc.disable()
+    try:
+        for slot in (0, None):  # through the slot and in band
+            writer.pack(items, slot)
+            assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
 def test_what_is_handed_out_owns_its_memory(pool: tuple[SlotWriter, SlotReader]) -> None:
     first = [{"x": np.full(BIG, 1.0), "b": np.array([b"a" * 100] * 1000, dtype=object)}]
     out = round_trip(pool, first, slot=0)

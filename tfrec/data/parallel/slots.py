@@ -170,28 +170,44 @@ def _order(array: np.ndarray) -> str:
     return "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
 
 
+class _Pieces:
+    """The pickler's buffer callback: collects the pieces that ``mark`` stood in for, in order.
+
+    Apart from the pickler on purpose: a pickler whose callback is its own bound method is a
+    reference cycle, which kept each pull (its arrays, its bytes, views of its slot) alive until
+    the garbage collector ran, and made each collection walk them first.
+    """
+
+    __slots__ = ("marked", "pieces")
+
+    def __init__(self) -> None:
+        self.pieces: list[_Piece] = []
+        self.marked: dict[int, tuple[pickle.PickleBuffer, _Piece]] = {}
+
+    def mark(self, piece: _Piece) -> pickle.PickleBuffer:
+        """A PickleBuffer the callback recognises: it stands for ``piece`` in the pickle."""
+        marker = pickle.PickleBuffer(bytearray())  # writable: the consumer's buffer arrives as it is
+        self.marked[id(marker)] = (marker, piece)
+        return marker
+
+    def __call__(self, buffer: pickle.PickleBuffer) -> bool:
+        marked = self.marked.pop(id(buffer), None)
+        if marked is None:
+            return True  # another library's buffer: in band, as pickle would do
+        self.pieces.append(marked[1])
+        return False
+
+
 class _Pickler(pickle.Pickler):
     """Protocol 5, with the large buffers of arrays and byte strings collected as ``pieces``
     (those already in ``arena``, the slot's memory, as where they lie)."""
 
     def __init__(self, file: io.BytesIO, arena: Arena | None = None) -> None:
-        super().__init__(file, protocol=5, buffer_callback=self._out_of_band)
+        found = _Pieces()
+        super().__init__(file, protocol=5, buffer_callback=found)
         self.arena = arena
-        self.pieces: list[_Piece] = []
-        self._marked: dict[int, tuple[pickle.PickleBuffer, _Piece]] = {}
-
-    def _mark(self, piece: _Piece) -> pickle.PickleBuffer:
-        """A PickleBuffer the callback recognises: it stands for ``piece`` in the pickle."""
-        marker = pickle.PickleBuffer(bytearray())  # writable: the consumer's buffer arrives as it is
-        self._marked[id(marker)] = (marker, piece)
-        return marker
-
-    def _out_of_band(self, buffer: pickle.PickleBuffer) -> bool:
-        marked = self._marked.pop(id(buffer), None)
-        if marked is None:
-            return True  # another library's buffer: in band, as pickle would do
-        self.pieces.append(marked[1])
-        return False
+        self._mark = found.mark
+        self.pieces = found.pieces
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is np.ndarray:
