@@ -226,16 +226,19 @@ def swap(items: np.ndarray, drawn: np.ndarray, new: np.ndarray) -> list[Any]:
     the earlier one put there, and the slot keeps the last one.
     """
     out = items[drawn]
-    order = np.argsort(drawn, kind="stable")  # the draws of one slot together, in the order drawn
-    slots = drawn[order]
-    again = np.flatnonzero(slots[1:] == slots[:-1])  # (sorted place - 1) of each repeated draw
-    if again.size:
+    repeated = np.bincount(drawn, minlength=items.size)[drawn] > 1
+    if not repeated.any():
+        items[drawn] = new
+    else:  # only the draws of slots drawn again are sorted: by slot, then in the order drawn
+        width = drawn.size
+        slots, order = np.divmod(np.sort(drawn[repeated] * width + np.flatnonzero(repeated)), width)
+        again = np.flatnonzero(slots[1:] == slots[:-1])  # (sorted place - 1) of each later draw
         out[order[again + 1]] = new[order[again]]  # what the draw before it put there
         last = np.ones(slots.size, bool)
         last[again] = False  # every draw but the last of its slot
+        single = ~repeated
+        items[drawn[single]] = new[single]
         items[slots[last]] = new[order[last]]
-    else:
-        items[drawn] = new
     handed: list[Any] = out.tolist()
     return handed
 
