@@ -144,8 +144,11 @@ class ShuffleBuffer:
     ) -> None:
         self.size = size
         self.rng = rng
-        self.items: list[Any] = list(contents)
-        self.journal: list[tuple[int, list[int], list[Any]] | list[Any]] | None = [] if journal else None
+        # A list while it fills; once full, an object array (a push's swaps are then a few numpy steps).
+        self.items: list[Any] | np.ndarray = list(contents)
+        self.journal: list[tuple[int, np.ndarray, list[Any]] | list[Any] | np.ndarray] | None = (
+            [] if journal else None
+        )
         self.version = 0  # changes so far; journal[k] undoes change base + k
         self.base = 0
         self.snapshots: weakref.WeakSet[BufferSnapshot] = weakref.WeakSet()
@@ -154,19 +157,16 @@ class ShuffleBuffer:
         """Put ``new`` in; return the elements that leave the buffer to make room, in order."""
         items = self.items
         length = len(items)
-        room = self.size - length
-        if room > 0:
+        if isinstance(items, list):
+            room = self.size - length
             items.extend(new[:room])
             new = new[room:]
             if not new:
-                self._record((length, [], []))
+                self._record((length, np.empty(0, np.int64), []))
                 return []
-        out: list[Any] = []
-        drawn: list[int] = self.rng.integers(0, self.size, len(new)).tolist()
-        append = out.append
-        for i, element in zip(drawn, new, strict=True):
-            append(items[i])
-            items[i] = element
+            items = self.items = _object_array(items)  # full from now on: swaps are numpy's
+        drawn = self.rng.integers(0, self.size, len(new))
+        out = swap(items, drawn, _object_array(new))
         self._record((length, drawn, out))
         return out
 
@@ -174,12 +174,16 @@ class ShuffleBuffer:
         """Everything left, in a random order; the buffer is empty afterwards."""
         items, self.items = self.items, []
         self._record(items)
-        return [items[i] for i in self.rng.permutation(len(items)).tolist()]
+        order = self.rng.permutation(len(items))
+        if isinstance(items, list):
+            return [items[i] for i in order.tolist()]
+        out: list[Any] = items[order].tolist()
+        return out
 
     def snapshot(self) -> list[Any] | BufferSnapshot:
         """The contents now: a copy, or with a journal a snapshot that copies them when pickled."""
         if self.journal is None:
-            return list(self.items)
+            return _as_list(self.items)
         snapshot = BufferSnapshot(self, self.version)
         self.snapshots.add(snapshot)
         return snapshot
@@ -188,18 +192,18 @@ class ShuffleBuffer:
         """The contents after ``version`` changes: the current ones with the later changes undone."""
         if self.journal is None or not self.base <= version <= self.version:
             raise ValueError(f"the shuffle buffer no longer knows its contents at change {version}")
-        items = list(self.items)
+        items = _as_list(self.items)
         for change in reversed(self.journal[version - self.base :]):
             if type(change) is tuple:  # a push: put back what it handed out, then drop what it added
                 length, drawn, out = change
-                for i, element in zip(reversed(drawn), reversed(out), strict=True):
+                for i, element in zip(reversed(drawn.tolist()), reversed(out), strict=True):
                     items[i] = element
                 del items[length:]
             else:  # a drain: the contents it took
-                items = list(change)
+                items = _as_list(change)
         return items
 
-    def _record(self, change: tuple[int, list[int], list[Any]] | list[Any]) -> None:
+    def _record(self, change: tuple[int, np.ndarray, list[Any]] | list[Any] | np.ndarray) -> None:
         self.version += 1
         journal = self.journal
         if journal is None:
@@ -212,6 +216,40 @@ class ShuffleBuffer:
             journal.append(change)
         else:
             self.base = self.version
+
+
+def swap(items: np.ndarray, drawn: np.ndarray, new: np.ndarray) -> list[Any]:
+    """Put ``new[k]`` at ``items[drawn[k]]`` for k in order, and return what each put replaced.
+
+    The same as a loop over ``k`` (``out.append(items[i]); items[i] = new[k]``)
+    when a slot is drawn more than once: the later draw hands out the element
+    the earlier one put there, and the slot keeps the last one.
+    """
+    out = items[drawn]
+    repeated = np.bincount(drawn, minlength=items.size)[drawn] > 1
+    if not repeated.any():
+        items[drawn] = new
+    else:  # only the draws of slots drawn again are sorted: by slot, then in the order drawn
+        width = drawn.size
+        slots, order = np.divmod(np.sort(drawn[repeated] * width + np.flatnonzero(repeated)), width)
+        again = np.flatnonzero(slots[1:] == slots[:-1])  # (sorted place - 1) of each later draw
+        out[order[again + 1]] = new[order[again]]  # what the draw before it put there
+        last = np.ones(slots.size, bool)
+        last[again] = False  # every draw but the last of its slot
+        single = ~repeated
+        items[drawn[single]] = new[single]
+        items[slots[last]] = new[order[last]]
+    handed: list[Any] = out.tolist()
+    return handed
+
+
+def _object_array(values: Sequence[Any]) -> np.ndarray:
+    """``values`` in a 1-D object array (never unpacked into more dimensions, as np.array would)."""
+    return np.fromiter(values, object, len(values))
+
+
+def _as_list(items: list[Any] | np.ndarray) -> list[Any]:
+    return items.tolist() if isinstance(items, np.ndarray) else list(items)
 
 
 class BufferSnapshot:

@@ -1,0 +1,63 @@
+"""The shuffle buffer's numpy swaps hand out what tf.data's one-at-a-time loop hands out."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfrec.data.pipeline.shuffle import ShuffleBuffer
+
+
+class _LoopBuffer:
+    """The buffer as a plain loop: every new element takes the place of a drawn one, handed out."""
+
+    def __init__(self, size: int, rng: np.random.Generator) -> None:
+        self.size, self.rng, self.items = size, rng, []
+
+    def push(self, new: list) -> list:
+        room = self.size - len(self.items)
+        self.items += new[:room]
+        new = new[room:]
+        if not new:
+            return []
+        out = []
+        for i, element in zip(self.rng.integers(0, self.size, len(new)).tolist(), new, strict=True):
+            out.append(self.items[i])
+            self.items[i] = element
+        return out
+
+    def drain(self) -> list:
+        items, self.items = self.items, []
+        return [items[i] for i in self.rng.permutation(len(items)).tolist()]
+
+
+# Pushes of so many new elements (0: a drain); sizes around the buffer's fill the boundary where
+# the list that fills becomes the array that swaps.
+steps = st.lists(st.integers(0, 40), max_size=25)
+
+
+@settings(max_examples=200, deadline=None)
+@given(size=st.integers(1, 12), pushes=steps, seed=st.integers(0, 3))
+def test_pushes_hand_out_the_loops_elements_in_its_order(size: int, pushes: list[int], seed: int) -> None:
+    buffer = ShuffleBuffer(size, np.random.default_rng(seed))
+    loop = _LoopBuffer(size, np.random.default_rng(seed))
+    counter = 0
+    for count in pushes:
+        if count:
+            new = [(counter + k, b"x") for k in range(count)]  # tuples: never unpacked into the array
+            counter += count
+            assert buffer.push(new) == loop.push(new)
+        else:
+            assert buffer.drain() == loop.drain()
+        assert buffer.snapshot() == loop.items
+    assert buffer.drain() == loop.drain()
+
+
+def test_a_slot_drawn_twice_in_one_push_hands_out_what_the_first_draw_put_there() -> None:
+    buffer = ShuffleBuffer(2, np.random.default_rng(0), [b"a", b"b"])
+    new = [b"%d" % k for k in range(8)]  # 8 draws among 2 slots: repeats for sure
+    loop = _LoopBuffer(2, np.random.default_rng(0))
+    loop.items = [b"a", b"b"]
+    assert buffer.push(new) == loop.push(new)
+    assert buffer.snapshot() == loop.items
