@@ -1,18 +1,18 @@
 """The block loop of a record reader: blocks read, their frames found, checked and handed out
 (record layer).
 
-Small records are cut out of 1 MiB blocks and checked a block at a time: frames are found
-with :func:`~tfrec.record.block_split.split_block`, the data CRCs of a block are checked together
-with one CRC pass over it (:mod:`~tfrec.record.block_crc`), and one struct call builds all the
-records of a block; only a block that fails is checked record by record, to name the damaged
-one. When the reader hands out views (``RecordReader.batches``), a block is handed out as spans
-of it (:class:`Frames`, no copy per record), in blocks of a few batches that the stream reads,
-and takes the CRC of, while the block before is decoded. Large records (64 KiB or more) are
-read straight into their own ``bytes`` object one by one, and when handed out in batches from a
-file of known size, a batch's worth at a time into a buffer of their own (a span,
-:mod:`~tfrec.record.spans`), their data CRCs taken as they are read. Records before a damaged
-one are always handed out before the error is reported; the errors are worded here, with hints
-for a file that looks compressed.
+Small records are cut out of 1 MiB blocks and checked a block at a time: frames are found with
+:func:`~tfrec.record.block_split.split_block`, the data CRCs of a block are checked together with
+one CRC pass over it (:mod:`~tfrec.record.block_crc`), and the records of a block are built
+together (:func:`~tfrec.record.frame.slice_records`); only a block that fails is checked record by
+record, to name the damaged one. When the reader hands out views (``RecordReader.batches``), a
+block is handed out as spans of it (:class:`Frames`, no copy per record), in blocks of a few
+batches that the stream reads, and takes the CRC of, while the block before is decoded. Large
+records (64 KiB or more) are read straight into their own ``bytes`` object one by one, and when
+handed out in batches from a file of known size, a batch's worth at a time into a buffer of their
+own (a span, :mod:`~tfrec.record.spans`), their data CRCs taken as they are read. Records before a
+damaged one are always handed out before the error is reported; the errors are worded here, with
+hints for a file that looks compressed.
 
 Example:
     >>> loop = BlockLoop(stream, verify_checksums=True, publish=publish, report=report)

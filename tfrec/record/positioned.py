@@ -147,7 +147,7 @@ def read_frames(
         length_ok = stored.tolist() == list(map(expected.__getitem__, data_lengths.tolist()))
     if not length_ok:
         return None
-    if len(buf) == int(lengths.sum()):  # no gap: the frames lie back to back, one struct call cuts them out
+    if len(buf) == int(lengths.sum()):  # no gap: the frames lie back to back, cut out together
         records: Sequence[bytes] = frame.slice_records(buf, 0, np.cumsum(lengths))
     else:  # a slice each, made in C by map
         cuts = map(slice, (positions + frame.HEADER).tolist(), (positions + lengths - frame.FOOTER).tolist())
