@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tfrec
 from tfrec.data.pipeline.shuffle import ShuffleBuffer
 
 
@@ -61,3 +63,23 @@ def test_a_slot_drawn_twice_in_one_push_hands_out_what_the_first_draw_put_there(
     loop.items = [b"a", b"b"]
     assert buffer.push(new) == loop.push(new)
     assert buffer.snapshot() == loop.items
+
+
+def test_real_records_leave_in_the_loops_order() -> None:
+    # scikit-learn's digits (1,797 images and their labels) as records, pushed a pipeline's chunk at
+    # a time through a buffer of about half the data.
+    datasets = pytest.importorskip("sklearn.datasets")
+    digits = datasets.load_digits()
+    records = [
+        tfrec.encode_example({"pixels": row.astype(np.int64), "label": int(label)})
+        for row, label in zip(digits.data, digits.target, strict=True)
+    ]
+    buffer, loop = ShuffleBuffer(1000, np.random.default_rng(7)), _LoopBuffer(1000, np.random.default_rng(7))
+    out, expected = [], []
+    for start in range(0, len(records), 256):
+        out += buffer.push(records[start : start + 256])
+        expected += loop.push(records[start : start + 256])
+    out += buffer.drain()
+    expected += loop.drain()
+    assert out == expected
+    assert sorted(out) == sorted(records) and out != records
