@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrec
+from tfrec.data.pipeline import shuffle
 from tfrec.data.pipeline.shuffle import ShuffleBuffer
 
 
@@ -83,3 +84,24 @@ def test_real_records_leave_in_the_loops_order() -> None:
     expected += loop.drain()
     assert out == expected
     assert sorted(out) == sorted(records) and out != records
+
+
+@pytest.mark.parametrize("push", [shuffle.FEW_DRAWS - 1, shuffle.FEW_DRAWS, 3 * shuffle.FEW_DRAWS])
+def test_a_large_buffer_hands_out_the_loops_elements_whatever_the_push(push: int) -> None:
+    # Pushes below FEW_DRAWS swap in a loop; above, a buffer of more than COUNTED slots per draw
+    # finds the repeated draws by sorting them, a smaller one by counting them per slot.
+    for size in (push * shuffle.COUNTED + 1, push * shuffle.COUNTED // 2):
+        buffer, loop = (
+            ShuffleBuffer(size, np.random.default_rng(size)),
+            _LoopBuffer(size, np.random.default_rng(size)),
+        )
+        first = list(range(size))
+        assert buffer.push(first) == loop.push(first) == []
+        repeats = 0
+        for start in range(size, size + 40 * push, push):
+            new = list(range(start, start + push))
+            out = buffer.push(new)
+            assert out == loop.push(new)
+            repeats += sum(element >= start for element in out)  # handed out by the push it came in with
+        assert buffer.snapshot() == loop.items
+        assert repeats > 0  # slots drawn twice within a push were met

@@ -166,7 +166,7 @@ class ShuffleBuffer:
                 return []
             items = self.items = _object_array(items)  # full from now on: swaps are numpy's
         drawn = self.rng.integers(0, self.size, len(new))
-        out = swap(items, drawn, _object_array(new))
+        out = swap(items, drawn, new)
         self._record((length, drawn, out))
         return out
 
@@ -218,15 +218,26 @@ class ShuffleBuffer:
             self.base = self.version
 
 
-def swap(items: np.ndarray, drawn: np.ndarray, new: np.ndarray) -> list[Any]:
-    """Put ``new[k]`` at ``items[drawn[k]]`` for k in order, and return what each put replaced.
+FEW_DRAWS = 256  # a push of fewer draws swaps in a loop: numpy's steps cost more on so few
+COUNTED = 16  # draws are counted slot by slot while the buffer has at most this many slots per draw
 
-    The same as a loop over ``k`` (``out.append(items[i]); items[i] = new[k]``)
+
+def swap(items: np.ndarray, drawn: np.ndarray, elements: Sequence[Any]) -> list[Any]:
+    """Put ``elements[k]`` at ``items[drawn[k]]`` for k in order, and return what each put replaced.
+
+    The same as a loop over ``k`` (``out.append(items[i]); items[i] = elements[k]``)
     when a slot is drawn more than once: the later draw hands out the element
     the earlier one put there, and the slot keeps the last one.
     """
+    if drawn.size < FEW_DRAWS:
+        handed_out: list[Any] = []
+        for i, element in zip(drawn.tolist(), elements, strict=True):
+            handed_out.append(items[i])
+            items[i] = element
+        return handed_out
+    new = _object_array(elements)
     out = items[drawn]
-    repeated = np.bincount(drawn, minlength=items.size)[drawn] > 1
+    repeated = _drawn_again(drawn, items.size)
     if not repeated.any():
         items[drawn] = new
     else:  # only the draws of slots drawn again are sorted: by slot, then in the order drawn
@@ -241,6 +252,17 @@ def swap(items: np.ndarray, drawn: np.ndarray, new: np.ndarray) -> list[Any]:
         items[slots[last]] = new[order[last]]
     handed: list[Any] = out.tolist()
     return handed
+
+
+def _drawn_again(drawn: np.ndarray, slots: int) -> np.ndarray:
+    """Whether each draw's slot is drawn more than once in ``drawn`` (draws among ``slots`` slots).
+    Counting per slot costs in proportion to the buffer, sorting the draws in proportion to the
+    push: a buffer of a million and pushes of a few hundred sort."""
+    if slots <= COUNTED * drawn.size:
+        again: np.ndarray = np.bincount(drawn, minlength=slots)[drawn] > 1
+        return again
+    ordered = np.sort(drawn)
+    return np.isin(drawn, ordered[1:][ordered[1:] == ordered[:-1]])
 
 
 def _object_array(values: Sequence[Any]) -> np.ndarray:
