@@ -6,18 +6,17 @@ into the pickle: numeric arrays of at least :data:`OUT_OF_BAND` bytes, and
 arrays or lists of ``bytes`` (strings, raw records) whose values add up to
 that much, are copied into a shared-memory slot of the process; only the
 small in-band pickle and where each buffer lies in the slot travel over the
-pipe. A batch step that is the process's last op decodes into the slot its
-pull goes to (:meth:`SlotWriter.arena`, an :class:`~tfrec.allocator.Arena`):
-the float columns and the byte strings of one length (images of one size)
-that the batched decoders wrote there are not copied again, only located.
-The pool's consumer unpickles numeric arrays as views of the slot, without
-a copy: the slot stays lent to the consumer until every array of the pull
-is gone (:class:`SlotReader`), and is then given back to its process.
-Values of ``bytes`` are rebuilt as Python ``bytes`` (an object array needs
-them), and past :data:`LEND_LIMIT` slots lent per process (a consumer that
-keeps every batch) the pull is copied out and its slot given back at once.
-Lent arrays outlive the segment's name: a segment unlinked while mapped stays
-readable until its last view goes.
+pipe. (Decoding straight into the slot spared that copy but cost the
+decoder more than it saved: its gathers then copied twice, and the bytes
+values a third time, out of the slot.) The pool's consumer unpickles
+numeric arrays as views of the slot, without a copy: the slot stays lent
+to the consumer until every array of the pull is gone (:class:`SlotReader`),
+and is then given back to its process. Values of ``bytes`` are rebuilt as
+Python ``bytes`` (an object array needs them), and past :data:`LEND_LIMIT`
+slots lent per process (a consumer that keeps every batch) the pull is
+copied out and its slot given back at once. Lent arrays outlive the
+segment's name: a segment unlinked while mapped stays readable until its
+last view goes.
 
 Each process owns :data:`~tfrec.data.parallel.worker.SLOTS` slots, for the
 pulls it may have in flight and those lent, takes a free one for each pull
@@ -62,11 +61,9 @@ import warnings
 import weakref
 from collections.abc import Sequence
 from multiprocessing import shared_memory
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
-
-from ...allocator import Arena
 
 __all__ = [
     "LEND_LIMIT",
@@ -87,16 +84,8 @@ _SHM_DIR = "/dev/shm"  # where Linux keeps POSIX shared memory (to reserve it: s
 
 Header: TypeAlias = "tuple[int, int, list[tuple[int, int]]] | None"  # (slot, generation, [(offset, size)])
 
-
-class _Placed(NamedTuple):
-    """A buffer the decoder wrote into the slot already (through an :class:`~tfrec.allocator.Arena`)."""
-
-    offset: int
-    size: int
-
-
-# A numeric array's bytes (uint8), byte strings with their lengths, or a buffer in the slot already.
-_Piece: TypeAlias = "np.ndarray | tuple[list[bytes], np.ndarray] | _Placed"
+# A numeric array's bytes (uint8), or byte strings with their lengths.
+_Piece: TypeAlias = "np.ndarray | tuple[list[bytes], np.ndarray]"
 
 
 def new_pool_id() -> str:
@@ -199,13 +188,11 @@ class _Pieces:
 
 
 class _Pickler(pickle.Pickler):
-    """Protocol 5, with the large buffers of arrays and byte strings collected as ``pieces``
-    (those already in ``arena``, the slot's memory, as where they lie)."""
+    """Protocol 5, with the large buffers of arrays and byte strings collected as ``pieces``."""
 
-    def __init__(self, file: io.BytesIO, arena: Arena | None = None) -> None:
+    def __init__(self, file: io.BytesIO) -> None:
         found = _Pieces()
         super().__init__(file, protocol=5, buffer_callback=found)
-        self.arena = arena
         self._mark = found.mark
         self.pieces = found.pieces
 
@@ -218,22 +205,12 @@ class _Pickler(pickle.Pickler):
                     # numpy pickles a strided array with its byte order lost: contiguous keeps it
                     return np.ascontiguousarray(obj).__reduce_ex__(5)
                 order = _order(obj)
-                placed = self.arena.offset(obj) if self.arena is not None else None
-                if placed is not None:  # decoded into the slot: sent as where it lies
-                    marker = self._mark(_Placed(placed, obj.nbytes))
-                    return rebuild_array, (marker, obj.dtype, obj.shape, order)
                 contiguous = obj if order == "F" else np.ascontiguousarray(obj)
                 marker = self._mark(contiguous.reshape(-1, order="A").view(np.uint8))
                 return rebuild_array, (marker, obj.dtype, obj.shape, order)
             if obj.dtype == object:
                 order = _order(obj)
                 values = obj.ravel(order="F" if order == "F" else "C").tolist()
-                region = self.arena.bytes_values(values) if self.arena is not None else None
-                if region is not None:  # made from byte strings the decoder wrote into the slot
-                    offset, each = region
-                    lengths = np.full(len(values), each, np.int64)
-                    marker = self._mark(_Placed(offset, each * len(values)))
-                    return rebuild_bytes_array, (marker, lengths, obj.shape, order)
                 if _all_bytes(values):
                     lengths = np.fromiter(map(len, values), np.int64, len(values))
                     if int(lengths.sum()) >= OUT_OF_BAND:
@@ -267,20 +244,14 @@ def _put_bytes(view: memoryview, offset: int, values: list[bytes], lengths: np.n
         offset = end
 
 
-def _layout(pieces: list[_Piece], start: int) -> tuple[list[tuple[int, int]], int]:
-    """Where each piece lies in the slot (those placed already where they are; the others from
-    ``start``), and the end of the last."""
-    spans, end = [], -(-start // ALIGN) * ALIGN
-    placed = [piece for piece in pieces if isinstance(piece, _Placed)]
-    top = max([end, *(offset + size for offset, size in placed)])
+def _layout(pieces: list[_Piece]) -> tuple[list[tuple[int, int]], int]:
+    """Where each piece lies in the slot, back to back from its start, and the end of the last."""
+    spans, end = [], 0
     for piece in pieces:
-        if isinstance(piece, _Placed):
-            spans.append((piece.offset, piece.size))
-            continue
         size = piece.nbytes if isinstance(piece, np.ndarray) else int(piece[1].sum())
         spans.append((end, size))
         end += -(-size // ALIGN) * ALIGN
-    return spans, max(end, top)
+    return spans, end
 
 
 def _buffer(segment: shared_memory.SharedMemory) -> memoryview:
@@ -302,15 +273,6 @@ def _reserve(name: str, size: int) -> None:
         os.close(fd)
 
 
-def _close(segment: shared_memory.SharedMemory) -> None:
-    """Unmap ``segment``, or leave the mapping to arrays still decoded into it (they unmap it last)."""
-    try:
-        segment.close()
-    except BufferError:
-        segment._mmap = None  # type: ignore[attr-defined]
-        segment.close()  # the file descriptor
-
-
 class SlotWriter:
     """The shared-memory slots of one reading process: packs pulls into them (see the module)."""
 
@@ -320,29 +282,19 @@ class SlotWriter:
         self.generations = [0] * slots
         self.warned = False  # about a pull that found no shared memory
 
-    def arena(self, slot: int | None) -> Arena | None:
-        """The memory of ``slot`` for the next pull to be decoded into (None: no slot, or none yet)."""
-        segment = self.segments[slot] if slot is not None else None
-        # (A slice: arrays then hold the mapping, not the segment's own view, which closing releases.)
-        return Arena(_buffer(segment)[:]) if segment is not None else None
-
-    def pack(self, items: list[Any], slot: int | None, arena: Arena | None = None) -> tuple[Header, bytes]:
+    def pack(self, items: list[Any], slot: int | None) -> tuple[Header, bytes]:
         """``items`` as (where its large buffers lie in ``slot``, the in-band pickle).
 
-        ``slot`` None (every slot is still lent to the consumer): everything in band. ``arena``:
-        :meth:`arena` of ``slot``, which the pull was decoded into (what lies there stays there).
+        ``slot`` None (every slot is still lent to the consumer): everything in band.
         """
         if slot is None:
             return None, pickle.dumps(items, protocol=5)
         file = io.BytesIO()
-        pickler = _Pickler(file, arena)
+        pickler = _Pickler(file)
         pickler.dump(_wrap(items))
         if not pickler.pieces:
             return None, file.getvalue()
-        spans, size = _layout(pickler.pieces, arena.used if arena is not None else 0)
-        segment = self.segments[slot]
-        if arena is not None and segment is not None and segment.size < size:
-            return self.pack(items, slot)  # no room beside what was decoded there: all into a larger slot
+        spans, size = _layout(pickler.pieces)
         try:
             segment = self._segment(slot, size)
         except OSError as exc:  # no shared memory (full, or none here): everything in band
@@ -358,8 +310,6 @@ class SlotWriter:
             return None, pickle.dumps(items, protocol=5)
         view = _buffer(segment)
         for (offset, nbytes), piece in zip(spans, pickler.pieces, strict=True):
-            if isinstance(piece, _Placed):
-                continue
             if isinstance(piece, np.ndarray):
                 np.frombuffer(view, np.uint8, nbytes, offset)[:] = piece
             else:
@@ -372,7 +322,7 @@ class SlotWriter:
             return segment
         self.segments[slot] = None
         if segment is not None:  # too small: the consumer is done with it, replace it
-            _close(segment)
+            segment.close()
             with contextlib.suppress(FileNotFoundError):
                 segment.unlink()
         capacity = max(size + size // 4, 1 << 20)  # room for a little growth
@@ -392,7 +342,7 @@ class SlotWriter:
         for slot, segment in enumerate(self.segments):
             if segment is not None:
                 self.segments[slot] = None
-                _close(segment)
+                segment.close()
                 with contextlib.suppress(FileNotFoundError):
                     segment.unlink()
 

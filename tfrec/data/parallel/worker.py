@@ -1,8 +1,7 @@
 """One reading process: runs the front of the pipeline over its share and sends its pulls back (data layer).
 
 A process is at most :data:`PULLS_AHEAD` pulls ahead of the consumer. A pull
-takes a free shared-memory slot of the process's :data:`SLOTS`, chosen before the
-pull so that its batch is decoded straight into it; the slot is taken
+takes a free shared-memory slot of the process's :data:`SLOTS`; the slot is taken
 until the consumer says it is free again ("free": its arrays are gone or were
 copied), and a pull that finds none goes through the pipe. It keeps the pipeline's state after each
 pull it sent, back to the last one the consumer took (see :mod:`tfrec.data.parallel.pool`). The
@@ -29,7 +28,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ...allocator import Arena, keep_freed_memory
+from ...allocator import keep_freed_memory
 from ...errors import WorkerError
 from ..pipeline.assemble import build
 from ..pipeline.stage import PipelineRecipe, Run, Stage
@@ -175,11 +174,6 @@ def worker_main(
     seq = 0
     received = 0  # the last pull the consumer has received: credit-based flow control
     history: collections.OrderedDict[int, Any] = collections.OrderedDict()
-    arena: list[Arena | None] = [None]  # the memory of the slot the next pull goes to
-
-    def next_arena() -> Arena | None:
-        return arena[0]
-
     try:
         while True:
             busy = stage is not None and seq - received < PULLS_AHEAD
@@ -194,9 +188,7 @@ def worker_main(
                     history = collections.OrderedDict({0: state})
                     try:
                         # journal: a state per pull, sent only when asked (copied then)
-                        stage = build(
-                            recipe, Run(seed, run.consumer), epoch, state, journal=True, arena=next_arena
-                        )
+                        stage = build(recipe, Run(seed, run.consumer), epoch, state, journal=True)
                     except BaseException as exc:
                         stage = None
                         outbox.put(frame(("error", token, worker_exception(index, exc))))
@@ -223,27 +215,23 @@ def worker_main(
                 continue
             if not busy or stage is None:
                 continue
-            # The batch is decoded straight into the slot it goes out in (when the slot has the room).
-            slot = next((s for s in range(SLOTS) if s not in taken), None)
-            arena[0] = slots.arena(slot)
             try:
                 items = stage.pull()
             except StopIteration:
-                arena[0] = None
                 stage.close()
                 stage = None
                 outbox.put(frame(("end", token)))
                 continue
             except BaseException as exc:
-                arena[0] = None
                 stage.close()
                 stage = None
                 outbox.put(frame(("error", token, worker_exception(index, exc))))
                 continue
             seq += 1
             history[seq] = stage.state()
+            slot = next((s for s in range(SLOTS) if s not in taken), None)
             try:
-                header, inband = slots.pack(items, slot, arena[0])
+                header, inband = slots.pack(items, slot)
                 if header is not None:
                     taken.add(header[0])
             except Exception as exc:  # a map() result that does not pickle, say
@@ -252,8 +240,7 @@ def worker_main(
                 outbox.put(frame(("error", token, worker_exception(index, exc))))
                 continue
             finally:
-                del items  # nothing may view a slot it replaces (too small) or unmaps
-                arena[0] = None
+                del items
             outbox.put(frame(("chunk", token, seq, header), inband), None if header is None else header[0])
     except (EOFError, OSError, KeyboardInterrupt):
         return  # the consumer has gone

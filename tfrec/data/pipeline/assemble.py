@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...allocator import Arena
 from .elements import DecodeOp
 from .global_order import check_global_source, global_source
 from .interleave import InterleavedRecords, check_reading_state
@@ -121,14 +120,12 @@ def build(
     source: Callable[[Context, tuple[int, ...], Any], Stage] = source_stage,
     raw: bool = True,
     journal: bool = False,
-    arena: Callable[[], Arena | None] | None = None,
 ) -> Stage:
     """The running pipeline of ``recipe`` (its last stage), for ``epoch``, from ``state`` or the start.
 
-    ``journal``: states are taken after every pull but sent only when asked; ``arena``: where the
-    next pull's batch is decoded (see :class:`Context`).
+    ``journal``: states are taken after every pull but sent only when asked.
     """
-    ctx = Context(recipe, run, raw_after(recipe.ops, raw), journal, arena)
+    ctx = Context(recipe, run, raw_after(recipe.ops, raw), journal)
     return _build(ctx, len(recipe.ops), epoch, state, source)
 
 

@@ -12,13 +12,12 @@ Example:
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ...allocator import Arena, use_arena
 from ...errors import TfrecError
 from ...example import RaggedArray, SparseArray
 from .decode import Decoder
@@ -37,9 +36,7 @@ class BatchOp(Op):
         self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
     ) -> Stage:
         decoder = ctx.recipe.decoder if ctx.raw_inputs[position] else None
-        # Only the last op's batch is handed out by the pull that decoded it, into the pull's arena.
-        arena = ctx.arena if position == len(ctx.recipe.ops) - 1 else None
-        return _BatchStage(self, upstream(epoch, up_state(state)), decoder, state, ctx.journal, arena)
+        return _BatchStage(self, upstream(epoch, up_state(state)), decoder, state, ctx.journal)
 
     def check(
         self, upstream: UpstreamCheck, ctx: Context, position: int, epoch: tuple[int, ...], field: StateField
@@ -67,9 +64,8 @@ class _BatchStage:
         decoder: Decoder | None,
         state: Any,
         journal: bool,
-        arena: Callable[[], Arena | None] | None = None,
     ) -> None:
-        self.op, self.up, self.decoder, self.journal, self.arena = op, up, decoder, journal, arena
+        self.op, self.up, self.decoder, self.journal = op, up, decoder, journal
         pending = list(state["pending"]) if state is not None else []
         self.chunks: collections.deque[list[Any]] = collections.deque([pending] if pending else [])
         self.offset = 0  # into the first chunk
@@ -120,8 +116,7 @@ class _BatchStage:
     def _batch(self, items: list[Any]) -> Any:
         pad = self.op.pad
         if self.decoder is not None:
-            with use_arena(self.arena() if self.arena is not None else None):
-                batch = self.decoder.decode_batch(items)
+            batch = self.decoder.decode_batch(items)
             return pad_batch(batch, pad) if pad is not False else batch
         if items and isinstance(items[0], (bytes, bytearray)):
             return list(items)  # raw records without a decoder: a list of bytes

@@ -25,7 +25,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...allocator import Arena
 from ..sharding.consumers import Consumer
 from ..sharding.permutation import GlobalOrder
 from .decode import Decoder
@@ -104,16 +103,12 @@ class Context:
     ``journal``: a reading process takes the state after every pull and sends one only when the
     consumer asks, so steps with a large state (the shuffle buffer) keep a journal of their changes
     and hand out a snapshot that is copied only when it is sent.
-
-    ``arena``: where a reading process's next pull goes (see :mod:`tfrec.allocator`); a batch step
-    that is the last op decodes into it, so its columns need no copy to be handed over.
     """
 
     recipe: PipelineRecipe
     run: Run
     raw_inputs: list[bool]  # per op: whether its input elements are still raw records
     journal: bool = False
-    arena: Callable[[], Arena | None] | None = None
 
 
 def raw_after(ops: tuple[Op, ...], raw: bool = True) -> list[bool]:

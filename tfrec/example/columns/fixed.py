@@ -23,7 +23,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...allocator import current_arena
 from ...cache import BoundedCache
 from ...errors import WireError
 from .. import wire
@@ -176,10 +175,7 @@ def fixed_columns(
         else:
             payload = rows[:, values.start : values.end]
             if kind == wire.FLOAT:
-                arena = current_arena()  # a reading process's slot: no copy to hand it over
-                placed = arena.copy(payload) if arena is not None else None
-                contiguous = placed if placed is not None else np.ascontiguousarray(payload)
-                floats = contiguous.view("<f4").astype(np.float32, copy=False)
+                floats = np.ascontiguousarray(payload).view("<f4").astype(np.float32, copy=False)
                 width = floats.shape[1]
                 columns[key] = Column(kinds, np.full(count, width, np.int64), floats.reshape(-1), width)
             else:
@@ -234,10 +230,6 @@ def _bytes(
     """The bytes values at ``spans`` of every row (rows start at ``row_starts`` in ``buffer``)."""
     if len(spans) == 1:
         start, end = spans[0]
-        arena = current_arena()  # a reading process's slot: values of any size go there in one copy
-        placed = arena.copy(rows[:, start:end]) if arena is not None and end > start else None
-        if arena is not None and placed is not None:
-            return arena.strings_of(placed.view(f"V{end - start}").reshape(-1))
         if 0 < end - start <= SHORT_BYTES:
             # Short values: a void view's tolist makes the bytes objects in one C loop.
             return np.ascontiguousarray(rows[:, start:end]).view(f"V{end - start}").reshape(-1).tolist()

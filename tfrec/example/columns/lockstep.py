@@ -24,7 +24,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...allocator import Arena, current_arena
 from ...cache import BoundedCache
 from ...errors import WireError
 from .. import wire
@@ -218,22 +217,12 @@ class _Batch:
         valid = ~going & (value >= 0) & (value <= self.limit)  # no length exceeds the batch
         return np.where(valid, value, 0), size, valid
 
-    def blocks(self, at: np.ndarray, size: int, out: np.ndarray | None = None) -> np.ndarray:
-        """Row ``i`` is the ``size`` bytes from position ``at[i]`` (each in bounds), in a new array
-        (or in ``out``, ``len(at)`` items of "V{size}")."""
+    def blocks(self, at: np.ndarray, size: int) -> np.ndarray:
+        """Row ``i`` is the ``size`` bytes from position ``at[i]`` (each in bounds), in a new array."""
         # Each block is one void item of an overlapping view, so the gather copies whole blocks:
         # several times faster than gathering the rows of a 2-D window view byte by byte.
         items = np.ndarray((self.u8.size - size + 1,), f"V{size}", self.joined, 0, (1,))
-        if out is None:
-            return items[at].view(np.uint8).reshape(-1, size)
-        out[...] = items[at]  # (np.take(out=) would first make the overlapping view contiguous)
-        return out.view(np.uint8).reshape(-1, size)
-
-    def arena_blocks(self, at: np.ndarray, size: int, arena: Arena | None) -> np.ndarray | None:
-        """:meth:`blocks` written into ``arena`` (see :mod:`tfrec.allocator`), if there is one with
-        room: a reading process then hands them over without copying them again."""
-        out = arena.empty(at.size, f"V{size}") if arena is not None else None
-        return self.blocks(at, size, out) if out is not None else None
+        return items[at].view(np.uint8).reshape(-1, size)
 
     def key(self, pos: np.ndarray, key: bytes) -> np.ndarray:
         """Check that the bytes at ``pos`` are ``key``; return the position after it."""
@@ -511,8 +500,7 @@ def _ragged_gather(batch: _Batch, starts: np.ndarray, lengths: np.ndarray, width
     """Concatenate ``u8[s : s + n]`` for every start ``s`` and length ``n``; ``width``: as ``_alike``."""
     if width:  # each row's block up to the longest, then cut to its length
         if (lengths == width).all():
-            rows = batch.arena_blocks(starts, width, current_arena())  # whole rows: the values
-            return (rows if rows is not None else batch.blocks(starts, width)).reshape(-1)
+            return batch.blocks(starts, width).reshape(-1)  # whole rows: the values
         return batch.blocks(starts, width)[_within(lengths, width)]
     total = int(lengths.sum())
     if not total:
@@ -597,13 +585,6 @@ def _slices(batch: _Batch, starts: np.ndarray, lengths: np.ndarray) -> list[byte
     size = int(lengths.max()) if count > 1 else 0
     # (A block from any start stays in the batch, padded for it; checked all the same.)
     fits = size > 0 and int(starts.max()) + size <= batch.u8.size
-    arena = current_arena()
-    if fits and arena is not None and (lengths == size).all():
-        # Values of one length (images of one size), any size, gathered into the arena: that copy
-        # is the hand-over's, and the bytes objects are made from it in one C loop.
-        rows = batch.arena_blocks(starts, size, arena)
-        if rows is not None:
-            return arena.strings_of(rows.view(f"V{size}").reshape(-1))
     if fits and size <= SHORT_BYTES:
         # Short values: the rows of a numpy array make their bytes objects in one C loop, much
         # faster than slicing.
