@@ -326,3 +326,20 @@ def test_any_array_round_trips(array: np.ndarray, layout: str | None) -> None:
 
 def test_the_module_names_every_segment_it_can_make() -> None:
     assert shared_batches.segment_name("0a1b2c3d", 12, 2) == "tfrec_shm_0a1b2c3d_12_2"
+
+
+def test_packed_strings_arrive_as_the_bytes_they_stand_for(pool: tuple[SlotWriter, SlotReader]) -> None:
+    # A reading process's batch may hold strings of one length packed (parse_example_packed):
+    # through a slot (large) or in band (small, or no slot free) they arrive as object arrays of bytes.
+    from tfrec.example import parse_example_packed
+
+    rng = np.random.default_rng(4)
+    spec = {"image": tfrec.FixedLenFeature([], tfrec.string), "tag": tfrec.FixedLenFeature([], tfrec.string)}
+    samples = [{"image": rng.bytes(OUT_OF_BAND // 64) + b"\x00", "tag": rng.bytes(3)} for _ in range(128)]
+    records = [tfrec.encode_example(sample) for sample in samples]
+    expected = tfrec.parse_example(records, spec)
+    for slot in (0, None):
+        header, inband = pool[0].pack([parse_example_packed(records, spec)], slot)
+        assert (header is not None) == (slot is not None)  # the images went through the slot
+        (got,) = pool[1].unpack(0, header, inband)
+        assert same(got, expected)

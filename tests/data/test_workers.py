@@ -435,9 +435,9 @@ def test_persistent_workers_serve_the_next_iterators_exactly_as_new_ones_would(t
     assert gone(name)
 
 
-def test_batches_decoded_straight_into_reused_slots_are_those_of_one_process(wide: Path) -> None:
-    # From a slot's second pull on, the batch is decoded into the slot (floats and blobs of one
-    # length): every epoch of kept processes must still give one process's batches, byte for byte.
+def test_batches_through_reused_slots_are_those_of_one_process(wide: Path) -> None:
+    # Slots are reused from epoch to epoch, and blobs of one length go out packed: every epoch of
+    # kept processes must still give one process's batches, byte for byte.
     def epochs(workers: int) -> list[list[dict[str, Any]]]:
         ds = TFRecordDataset(wide, spec=WIDE_SPEC, num_workers=workers, seed=3, shuffle_files=True,
                              cycle_length=2, persistent_workers=workers > 0)  # fmt: skip

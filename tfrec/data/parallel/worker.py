@@ -188,7 +188,9 @@ def worker_main(
                     history = collections.OrderedDict({0: state})
                     try:
                         # journal: a state per pull, sent only when asked (copied then)
-                        stage = build(recipe, Run(seed, run.consumer), epoch, state, journal=True)
+                        stage = build(
+                            recipe, Run(seed, run.consumer), epoch, state, journal=True, hand_over=True
+                        )
                     except BaseException as exc:
                         stage = None
                         outbox.put(frame(("error", token, worker_exception(index, exc))))

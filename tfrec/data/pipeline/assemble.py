@@ -120,12 +120,14 @@ def build(
     source: Callable[[Context, tuple[int, ...], Any], Stage] = source_stage,
     raw: bool = True,
     journal: bool = False,
+    hand_over: bool = False,
 ) -> Stage:
     """The running pipeline of ``recipe`` (its last stage), for ``epoch``, from ``state`` or the start.
 
-    ``journal``: states are taken after every pull but sent only when asked.
+    ``journal``: states are taken after every pull but sent only when asked; ``hand_over``: a
+    reading process runs it (see :class:`Context`).
     """
-    ctx = Context(recipe, run, raw_after(recipe.ops, raw), journal)
+    ctx = Context(recipe, run, raw_after(recipe.ops, raw), journal, hand_over)
     return _build(ctx, len(recipe.ops), epoch, state, source)
 
 

@@ -36,7 +36,10 @@ class BatchOp(Op):
         self, upstream: Upstream, ctx: Context, position: int, epoch: tuple[int, ...], state: Any
     ) -> Stage:
         decoder = ctx.recipe.decoder if ctx.raw_inputs[position] else None
-        return _BatchStage(self, upstream(epoch, up_state(state)), decoder, state, ctx.journal)
+        # Only the batch a reading process sends as it is may leave its strings packed: nothing reads them
+        # before the consumer (where unpickling makes them bytes).
+        packed = ctx.hand_over and position == len(ctx.recipe.ops) - 1 and self.pad is False
+        return _BatchStage(self, upstream(epoch, up_state(state)), decoder, state, ctx.journal, packed)
 
     def check(
         self, upstream: UpstreamCheck, ctx: Context, position: int, epoch: tuple[int, ...], field: StateField
@@ -64,8 +67,9 @@ class _BatchStage:
         decoder: Decoder | None,
         state: Any,
         journal: bool,
+        packed: bool = False,
     ) -> None:
-        self.op, self.up, self.decoder, self.journal = op, up, decoder, journal
+        self.op, self.up, self.decoder, self.journal, self.packed = op, up, decoder, journal, packed
         pending = list(state["pending"]) if state is not None else []
         self.chunks: collections.deque[list[Any]] = collections.deque([pending] if pending else [])
         self.offset = 0  # into the first chunk
@@ -116,7 +120,7 @@ class _BatchStage:
     def _batch(self, items: list[Any]) -> Any:
         pad = self.op.pad
         if self.decoder is not None:
-            batch = self.decoder.decode_batch(items)
+            batch = self.decoder.decode_batch(items, self.packed)
             return pad_batch(batch, pad) if pad is not False else batch
         if items and isinstance(items[0], (bytes, bytearray)):
             return list(items)  # raw records without a decoder: a list of bytes

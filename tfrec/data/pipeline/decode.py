@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import SchemaChoiceError, SchemaError
-from ...example import parse_example, parse_single_example
+from ...example import parse_example, parse_example_packed, parse_single_example
 from ...features import FeaturesDict
 
 
@@ -60,11 +60,14 @@ class Decoder:
             return parse_single_example(record, self.spec)
         return record
 
-    def decode_batch(self, records: Sequence[bytes]) -> Any:
+    def decode_batch(self, records: Sequence[bytes], packed: bool = False) -> Any:
+        """The batch's values; ``packed``: a spec's strings of one length may stay packed, for a
+        reading process to hand over (:func:`~tfrec.example.parse_example_packed`)."""
         if self.features is not None:
             return self.features.deserialize_batch(records)
         if self.spec is not None:
-            return parse_example(records, self.spec)  # a list or a RecordBatch, as it is
+            parse = parse_example_packed if packed else parse_example
+            return parse(records, self.spec)  # a list or a RecordBatch, as it is
         return list(records)
 
     def __repr__(self) -> str:

@@ -103,12 +103,16 @@ class Context:
     ``journal``: a reading process takes the state after every pull and sends one only when the
     consumer asks, so steps with a large state (the shuffle buffer) keep a journal of their changes
     and hand out a snapshot that is copied only when it is sent.
+
+    ``hand_over``: a reading process runs the recipe, and sends what its last op gives to the
+    consumer: a batch step there may leave strings packed (see :meth:`Decoder.decode_batch`).
     """
 
     recipe: PipelineRecipe
     run: Run
     raw_inputs: list[bool]  # per op: whether its input elements are still raw records
     journal: bool = False
+    hand_over: bool = False
 
 
 def raw_after(ops: tuple[Op, ...], raw: bool = True) -> list[bool]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .column import (
     Column,
+    PackedStrings,
     as_array,
     columns_from_features,
     concat_values,
@@ -26,6 +27,7 @@ from .gather import gather_columns
 
 __all__ = [
     "Column",
+    "PackedStrings",
     "as_array",
     "columns_from_features",
     "concat_values",

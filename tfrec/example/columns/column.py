@@ -25,6 +25,7 @@ from .. import wire
 __all__ = [
     "SHORT_BYTES",
     "Column",
+    "PackedStrings",
     "as_array",
     "columns_from_features",
     "concat_values",
@@ -35,6 +36,36 @@ __all__ = [
 ]
 
 SHORT_BYTES = 512  # up to this size, bytes values of one length are made from numpy rows, not sliced
+
+
+class PackedStrings(np.ndarray):
+    """Bytes values of one length, packed: the rows of a ``V<length>`` array, no ``bytes`` made yet.
+
+    What the batched decoders give for a key asked for packed (``gather_columns(..., packed=)``),
+    where all its values share one length: a reading process hands them over as one buffer, and
+    only the consumer makes the ``bytes`` objects (:meth:`strings`). Pickled, it becomes the object
+    array of ``bytes`` it stands for.
+
+    Example:
+        >>> packed = np.frombuffer(b"abcd", "V2").view(PackedStrings)
+        >>> packed.strings().tolist()
+        [b'ab', b'cd']
+    """
+
+    def strings(self) -> np.ndarray:
+        """The values as an object array of ``bytes``, in this array's shape."""
+        return strings_of_rows(self.view(np.ndarray))
+
+    def __reduce__(self) -> tuple[object, tuple[np.ndarray]]:
+        return strings_of_rows, (np.ascontiguousarray(self.view(np.ndarray)),)
+
+
+def strings_of_rows(rows: np.ndarray) -> np.ndarray:
+    """An object array of the ``bytes`` of ``rows``' "V" items, in their shape ("V" keeps NULs)."""
+    out = np.empty(rows.shape, object)
+    if rows.size:
+        out.reshape(-1)[:] = rows.reshape(-1).tolist()
+    return out
 
 
 @dataclass
@@ -48,14 +79,14 @@ class Column:
             wanted kind).
         values: the values of the records whose kind is the wanted kind,
             concatenated in record order: int64 or float32 array, or a list of
-            bytes.
+            bytes (or :class:`PackedStrings`, for a key asked for packed).
         width: when known, that every record holds the wanted kind with this
             many values (so nothing needs checking or filling); else None.
     """
 
     kinds: np.ndarray
     counts: np.ndarray
-    values: np.ndarray | list[bytes]
+    values: np.ndarray | list[bytes]  # (PackedStrings is an np.ndarray)
     width: int | None = None
 
     def offsets(self) -> np.ndarray:
@@ -75,7 +106,7 @@ def concat_values(kind: int, pieces: Sequence[np.ndarray | list[bytes]]) -> np.n
     if kind == wire.BYTES:
         out: list[bytes] = []
         for piece in pieces:
-            out += piece
+            out += piece.strings().tolist() if isinstance(piece, PackedStrings) else piece
         return out
     arrays = [p for p in pieces if len(p)]
     if not arrays:
@@ -115,9 +146,11 @@ def columns_from_features(
     return columns
 
 
-def as_array(values: np.ndarray | list[bytes]) -> np.ndarray:
+def as_array(values: np.ndarray | list[bytes], packed: bool = False) -> np.ndarray:
     """Values as an array: bytes as an object array, never through numpy's "S" dtype (it drops
-    trailing NULs)."""
+    trailing NULs); :class:`PackedStrings` stay packed only when ``packed``."""
+    if isinstance(values, PackedStrings):
+        return values if packed else values.strings()
     if not isinstance(values, list):
         return values
     return np.fromiter(values, object, len(values))

@@ -26,7 +26,15 @@ import numpy as np
 from ...cache import BoundedCache
 from ...errors import WireError
 from .. import wire
-from .column import SHORT_BYTES, Column, empty_values, is_span_batch, record_lengths, record_spans
+from .column import (
+    SHORT_BYTES,
+    Column,
+    PackedStrings,
+    empty_values,
+    is_span_batch,
+    record_lengths,
+    record_spans,
+)
 from .template import template
 
 __all__ = ["fixed_columns"]
@@ -128,12 +136,16 @@ def _cached_layout(
 
 
 def fixed_columns(
-    records: Sequence[bytes], wanted: Mapping[bytes, int], lengths: np.ndarray | None = None
+    records: Sequence[bytes],
+    wanted: Mapping[bytes, int],
+    lengths: np.ndarray | None = None,
+    packed: frozenset[bytes] = frozenset(),
 ) -> tuple[dict[bytes, Column], list[int]] | None:
     """Columns of the records that repeat the first record's layout byte for byte, and the other rows.
 
     ``lengths``: the records' lengths, if known. Returns ``None`` when too few
-    records match for this to pay.
+    records match for this to pay. A ``packed`` key holding one bytes value per record comes as
+    :class:`~.column.PackedStrings`.
     """
     if len(records) < _MIN_ROWS:
         return None
@@ -170,7 +182,7 @@ def fixed_columns(
             columns[key] = Column(kinds, np.zeros(count, np.int64), empty_values(kind))
         elif kind == wire.BYTES:
             counts = np.full(count, len(values.spans), np.int64)
-            values_bytes = _bytes(rows, buffer, row_starts, values.spans)
+            values_bytes = _bytes(rows, buffer, row_starts, values.spans, key in packed)
             columns[key] = Column(kinds, counts, values_bytes, len(values.spans))
         else:
             payload = rows[:, values.start : values.end]
@@ -225,9 +237,21 @@ def _row_view(buffer: bytes, starts: np.ndarray, size: int) -> np.ndarray:
 
 
 def _bytes(
-    rows: np.ndarray, buffer: bytes, row_starts: np.ndarray, spans: tuple[tuple[int, int], ...]
-) -> list[bytes]:
-    """The bytes values at ``spans`` of every row (rows start at ``row_starts`` in ``buffer``)."""
+    rows: np.ndarray,
+    buffer: bytes,
+    row_starts: np.ndarray,
+    spans: tuple[tuple[int, int], ...],
+    packed: bool = False,
+) -> list[bytes] | np.ndarray:
+    """The bytes values at ``spans`` of every row (rows start at ``row_starts`` in ``buffer``);
+    ``packed``: as :class:`~.column.PackedStrings` when the spans have one length."""
+    size = spans[0][1] - spans[0][0] if spans else 0
+    if packed and size and all(end - start == size for start, end in spans):
+        # One copy of each value, into its place in the rows; the consumer makes the bytes.
+        out = np.empty((len(rows), len(spans), size), np.uint8)
+        for place, (start, end) in enumerate(spans):
+            out[:, place] = rows[:, start:end]
+        return out.view(f"V{size}").reshape(-1).view(PackedStrings)
     if len(spans) == 1:
         start, end = spans[0]
         if 0 < end - start <= SHORT_BYTES:

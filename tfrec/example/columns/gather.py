@@ -26,9 +26,15 @@ __all__ = ["gather_columns", "per_record_columns"]
 
 
 def gather_columns(
-    records: Sequence[bytes], wanted: Mapping[bytes, int], templates: int = 3
+    records: Sequence[bytes],
+    wanted: Mapping[bytes, int],
+    templates: int = 3,
+    packed: frozenset[bytes] = frozenset(),
 ) -> dict[bytes, Column]:
     """Columns of the ``wanted`` keys (key -> expected kind) across ``records``.
+
+    Bytes values of the ``packed`` keys may come as :class:`~.column.PackedStrings` (when the
+    batched decoders find them all of one length), for who hands them over as one buffer.
 
     Records that repeat a template record's bytes but for their values are
     decoded by column offsets; otherwise those that share its layout are walked
@@ -45,7 +51,9 @@ def gather_columns(
         batch = records if attempt == 0 else [records[row] for row in rest.tolist()]
         lengths = all_lengths if attempt == 0 else all_lengths[rest]
         # Later attempts need a layout of their own rows, not the one the first attempt used.
-        fast = fixed_columns(batch, wanted, lengths) or lockstep_columns(batch, wanted, reuse=attempt == 0)
+        fast = fixed_columns(batch, wanted, lengths, packed) or lockstep_columns(
+            batch, wanted, reuse=attempt == 0, packed=packed
+        )
         if fast is None:
             break
         columns, odd = fast

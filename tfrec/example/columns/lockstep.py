@@ -27,7 +27,7 @@ import numpy as np
 from ...cache import BoundedCache
 from ...errors import WireError
 from .. import wire
-from .column import SHORT_BYTES, Column, empty_values, record_spans
+from .column import SHORT_BYTES, Column, PackedStrings, empty_values, record_spans
 from .template import Entry, template
 
 __all__ = ["lockstep_columns"]
@@ -240,12 +240,14 @@ def lockstep_columns(
     records: Sequence[bytes],
     wanted: Mapping[bytes, int],
     reuse: bool = True,
+    packed: frozenset[bytes] = frozenset(),
 ) -> tuple[dict[bytes, Column], list[int]] | None:
     """Columns of the records that follow a template record's layout, and the rows that do not.
 
     With ``reuse``, the layout of an earlier batch is tried before one of these
-    records. Returns ``None`` when the batch is too small or the template has no canonical layout (then every
-    record goes through the per-record decoder).
+    records. Bytes values of the ``packed`` keys come as :class:`~.column.PackedStrings` when
+    they share one length. Returns ``None`` when the batch is too small or the template has no
+    canonical layout (then every record goes through the per-record decoder).
     """
 
     if len(records) < _MIN_BATCH:
@@ -284,7 +286,7 @@ def lockstep_columns(
             found[entry.key] = found_entry
     batch.ok &= pos == batch.ends
     try:
-        columns = _columns(batch, found, wanted)
+        columns = _columns(batch, found, wanted, packed)
     except WireError:
         return None  # a malformed payload: the per-record decoder reports it with its record
     odd = np.flatnonzero(~batch.ok).tolist()
@@ -424,7 +426,7 @@ def _bytes_values(batch: _Batch, pos: np.ndarray, end: np.ndarray) -> list[tuple
 
 
 def _columns(
-    batch: _Batch, found: Mapping[bytes, _Found], wanted: Mapping[bytes, int]
+    batch: _Batch, found: Mapping[bytes, _Found], wanted: Mapping[bytes, int], packed: frozenset[bytes]
 ) -> dict[bytes, Column]:
     # First the payload checks that can still make a row odd, then gather the rows left.
     for key, kind in wanted.items():
@@ -449,7 +451,7 @@ def _columns(
         if entry is not None:
             kinds = entry.present[rows].astype(np.int8) * np.int8(entry.kind)  # NONE is 0
             if entry.kind == kind == wire.BYTES:
-                counts, values, width = _gather_bytes(batch, entry.rounds, batch.ok, everyone)
+                counts, values, width = _gather_bytes(batch, entry.rounds, batch.ok, everyone, key in packed)
             elif entry.kind == kind:
                 counts, values, width = _gather_numeric(batch, kind, entry.starts[rows], entry.lengths[rows])
         columns[key] = Column(kinds, counts, values, width)
@@ -552,13 +554,14 @@ def _row_varints(rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def _gather_bytes(
-    batch: _Batch, rounds: list[tuple[np.ndarray, ...]], ok: np.ndarray, everyone: bool
-) -> tuple[np.ndarray, list[bytes], int | None]:
+    batch: _Batch, rounds: list[tuple[np.ndarray, ...]], ok: np.ndarray, everyone: bool, packed: bool
+) -> tuple[np.ndarray, list[bytes] | np.ndarray, int | None]:
     """Counts and values of the bytes lists walked in ``rounds``, for the ``ok`` rows (``everyone``:
-    all of them), in row order; their width when every row holds one value."""
+    all of them), in row order; their width when every row holds one value. ``packed``: values of
+    one length as :class:`~.column.PackedStrings`."""
     if everyone and len(rounds) == 1 and rounds[0][1].size == ok.size:  # one value in every row
         _, _, start, length = rounds[0]
-        return np.ones(ok.size, np.int64), _slices(batch, start, length), 1
+        return np.ones(ok.size, np.int64), _slices(batch, start, length, packed), 1
     rows = np.flatnonzero(ok)
     position = np.full(ok.size, -1)
     position[rows] = np.arange(rows.size)
@@ -569,22 +572,27 @@ def _gather_bytes(
         _, row, start, length = rounds[0]
         keep = ok[row]
         counts[position[row[keep]]] = 1
-        return counts, _slices(batch, start[keep], length[keep]), None
+        return counts, _slices(batch, start[keep], length[keep], packed), None
     step, row, start, length = (np.concatenate([r[i] for r in rounds]) for i in range(4))
     keep = ok[row]
     step, row, start, length = step[keep], position[row[keep]], start[keep], length[keep]
     order = np.lexsort((step, row))
     np.add.at(counts, row, 1)
-    return counts, _slices(batch, start[order], length[order]), None
+    return counts, _slices(batch, start[order], length[order], packed), None
 
 
-def _slices(batch: _Batch, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
-    """``joined[s : s + n]`` for every start ``s`` and length ``n``, in order."""
+def _slices(
+    batch: _Batch, starts: np.ndarray, lengths: np.ndarray, packed: bool = False
+) -> list[bytes] | np.ndarray:
+    """``joined[s : s + n]`` for every start ``s`` and length ``n``, in order (``packed``: as
+    :class:`~.column.PackedStrings` when they share one length)."""
     joined = batch.joined
     count = lengths.size
     size = int(lengths.max()) if count > 1 else 0
     # (A block from any start stays in the batch, padded for it; checked all the same.)
     fits = size > 0 and int(starts.max()) + size <= batch.u8.size
+    if fits and packed and (lengths == size).all():  # one gather; the consumer makes the bytes
+        return batch.blocks(starts, size).view(f"V{size}").reshape(-1).view(PackedStrings)
     if fits and size <= SHORT_BYTES:
         # Short values: the rows of a numpy array make their bytes objects in one C loop, much
         # faster than slicing.

@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from .examples import parse_example, parse_single_example, single_example_parser
+from .examples import parse_example, parse_example_packed, parse_single_example, single_example_parser
 from .sequences import parse_sequence_example, parse_single_sequence_example
 from .specs import (
     FixedLenFeature,
@@ -40,6 +40,7 @@ __all__ = [
     "float32",
     "int64",
     "parse_example",
+    "parse_example_packed",
     "parse_sequence_example",
     "parse_single_example",
     "parse_single_sequence_example",

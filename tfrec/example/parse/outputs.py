@@ -60,11 +60,12 @@ def spec_output(key: str, spec: Spec, columns: Mapping[bytes, Column], checks: C
 def _fixed(key: str, spec: FixedLenFeature, column: Column, checks: Checks) -> np.ndarray | None:
     kind = wire.kind_of_dtype(spec.dtype)
     size = math.prod(spec.shape)
+    # (Packed strings stay packed in the usual cases below, where the column is the output.)
     if column.width == size:  # every record holds its values: nothing to check or fill
-        return as_array(column.values).reshape((len(column.kinds), *spec.shape))
+        return as_array(column.values, packed=True).reshape((len(column.kinds), *spec.shape))
     present = column.kinds == kind
     if present.all() and (column.counts == size).all():  # the usual case: nothing to check or fill
-        return as_array(column.values).reshape((len(present), *spec.shape))
+        return as_array(column.values, packed=True).reshape((len(present), *spec.shape))
     bad = checks.kinds(column, kind, key)
     bad |= checks.refuse(
         present & (column.counts != size), key, lambda row: _count_problem(checks, key, spec, row, column)

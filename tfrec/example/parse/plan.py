@@ -138,6 +138,17 @@ class Plan:
                 raise SchemaError(
                     f"feature {key!r}: invalid spec {features[key]!r}: {type(exc).__name__}: {exc}"
                 ) from exc
+        # Keys only FixedLenFeature strings read: their values may come packed (see
+        # tfrec.example.columns.PackedStrings), which those outputs keep as they are.
+        dense = [
+            (raw_key(key), spec)
+            for key, spec in self.specs.items()
+            if self._readers.get(raw_key(key)) == "dense"
+        ]
+        strings = {raw for raw, spec in dense if isinstance(spec, FixedLenFeature) and spec.dtype == string}
+        self.packable = frozenset(
+            strings - {raw for raw, spec in dense if not isinstance(spec, FixedLenFeature)}
+        )
 
     def _read(self, key: Any, kind: int, role: str) -> None:
         raw = raw_key(key)
