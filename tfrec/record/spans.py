@@ -333,8 +333,8 @@ class _Walk:
         self.checked: tuple[int, int] = (-1, 0)  # the last header whose length CRC matched
         self.crcs: list[int] = []
         self.ends: list[int] = []
-        # Data CRCs taken by the threads that filled the frames (digest_piece), by the buffer
-        # position of the frame: (the position past it, its CRC). A frame whose bounds differ (the
+        # Data CRCs taken by the threads that filled the frames of spans read ahead (spans_ahead), by
+        # the buffer position of the frame: (the position past it, its CRC). A frame whose bounds differ (the
         # frames were not as long as the guess) is summed by the walk.
         self.summed: dict[int, tuple[int, int]] = {}
         # The frames of the fill being read, as guessed: (the position of the first, the length of
