@@ -213,7 +213,8 @@ def data_crcs_match(
     count = ends.size
     shares = np.empty(count + 2 * len(summed), np.uint32)
     zeros = np.empty(shares.size, np.int64)
-    shares[:count] = _header_shares_of(lengths) ^ unmask_array(stored) ^ stored ^ _ONES
+    headers = _header_shares()[lengths] if pieces is None else _header_shares_of(lengths)  # (small: checked)
+    shares[:count] = headers ^ unmask_array(stored) ^ stored ^ _ONES
     zeros[:count] = u8.size - data_ends
     # A piece's CRC, with the all-ones start and end undone: its register moved over what follows.
     crcs, starts, stops = (np.array(column, np.int64) for column in zip(*summed, strict=True))
