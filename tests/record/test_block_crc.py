@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -89,3 +91,37 @@ def test_long_frames_are_checked_together_only_when_the_buffer_crc_is_known() ->
     ends = np.cumsum([len(r) + 16 for r in records])
     assert block_crc.data_crcs_match(data, 0, ends) is None
     assert block_crc.data_crcs_match(data, 0, ends, crc32c(data)) is True
+
+
+@given(
+    lengths=st.lists(
+        st.one_of(st.integers(0, 300), st.integers(1 << 16, (1 << 16) + 3000), st.sampled_from([1 << 17])),
+        min_size=1,
+        max_size=8,
+    ),
+    before=st.integers(0, 30),
+    after=st.integers(0, 30),
+    cuts=st.lists(st.floats(0, 1), max_size=6),
+    damage=st.none() | st.tuples(st.integers(0, 10**7), st.integers(0, 7)),
+)
+@settings(max_examples=100, deadline=None)
+def test_frames_of_any_length_check_against_the_sums_of_any_pieces_as_record_by_record(
+    lengths: list[int], before: int, after: int, cuts: list[float], damage: tuple[int, int] | None
+) -> None:
+    # The sums of pieces of a span of large records, as its threads take them while they read it: the
+    # pieces need not follow the frames, and may leave gaps and run past the frames at either end.
+    rng = np.random.default_rng(len(lengths))
+    records = [rng.bytes(n) for n in lengths]
+    buf = bytearray(rng.bytes(before) + _frames(records) + rng.bytes(after))
+    ends = np.cumsum([n + 16 for n in lengths]) + before
+    if damage is not None:  # one bit of a record's data or of its stored CRC
+        starts = [before, *ends[:-1]]
+        places = [p for start, end in zip(starts, ends, strict=True) for p in range(start + 12, end)]
+        place, bit = places[damage[0] % len(places)], damage[1]
+        buf[place] ^= 1 << bit
+    data = bytes(buf)
+    u8 = np.frombuffer(data, np.uint8)
+    bounds = sorted({0, len(data), *(int(cut * len(data)) for cut in cuts)})
+    pieces = [(crc32c(u8[a:b]), a, b) for a, b in itertools.pairwise(bounds)][::2]  # every other one
+    verdict = block_crc.data_crcs_match(data, before, ends, pieces=pieces)
+    assert verdict is (damage is None)

@@ -13,6 +13,12 @@ map that moves its share on is invertible, so the share cannot vanish). Damage s
 several records could cancel out, with a chance of about 2**-31 (CRC32C's polynomial has the
 factor x + 1, so shares of the same parity cancel twice as often as 2**-32).
 
+The pass need not be one: the CRCs of ranges that tile the frames, taken apart, add up the same
+way. A span of large records filled by two threads is checked so: each thread sums every piece it
+reads while the piece is in its cache (one CRC call per MiB rather than one per record), and the
+frames are checked against the pieces' sums at once. (Measured on 100 KiB records in batches of
+256 and 1024: 2-5% faster than a CRC per record taken by the same threads.)
+
 Example:
     >>> records = (b"a", b"bc")
     >>> buf = b"".join(frame.header(len(r)) + r + frame.pack_crc(masked_crc(r)) for r in records)
@@ -23,13 +29,18 @@ Example:
 from __future__ import annotations
 
 import functools
+import mmap
+import operator
+from collections.abc import Iterable
 
 import numpy as np
 
 from .crc import BYTE_TABLE, crc32c, mask_array, unmask_array
 from .frame import FOOTER, HEADER, LARGE, length_crcs
 
-__all__ = ["data_crcs_match"]
+__all__ = ["Piece", "data_crcs_match"]
+
+Piece = tuple[int, int, int]  # the CRC32C of buf[start:stop], start, stop
 
 _ONES = np.uint32(0xFFFFFFFF)
 _UNITS = np.uint32(1) << np.arange(32, dtype=np.uint32)  # the 32 one-bit register values
@@ -97,20 +108,68 @@ def _moved(registers: np.ndarray, zeros: np.ndarray) -> np.ndarray:
 
 
 @functools.cache
-def _header_shares() -> np.ndarray:
-    """For each data length n: the register after a frame's 12 header bytes (fed from zero) with
-    the all-ones start of the data's own CRC, moved on over the n data bytes."""
-    lengths = np.arange(LARGE, dtype=np.uint32)
+def _over(count: int) -> np.ndarray:
+    """The table of a register moved on over ``count`` zero bytes."""
+    return _table_of(_moved(_UNITS, np.full(32, count)))
+
+
+def _shares_of(lengths: np.ndarray) -> np.ndarray:
+    """For each data length n (below 2**32): the register after a frame's 12 header bytes (fed from
+    zero) with the all-ones start of the data's own CRC, moved on over the n data bytes."""
     stored = mask_array(length_crcs(lengths.astype(np.int64)))  # as the header holds them
-    # Four bytes fed to register r leave r ^ word moved over four zero bytes.
-    over_4 = _table_of(_moved(_UNITS, np.full(32, 4)))
-    over_12 = _table_of(_moved(_UNITS, np.full(32, 12)))
-    header = _apply(over_12, lengths) ^ _apply(over_4, stored) ^ _ONES
+    # Four bytes fed to register r leave r ^ word moved over four zero bytes (the length's high
+    # word is zero).
+    header = _apply(_over(12), lengths.astype(np.uint32)) ^ _apply(_over(4), stored) ^ _ONES
     return _moved(header, lengths.astype(np.int64))
 
 
+@functools.cache
+def _header_shares() -> np.ndarray:
+    """:func:`_shares_of` every length below LARGE, looked up by length."""
+    return _shares_of(np.arange(LARGE, dtype=np.uint32))
+
+
+@functools.lru_cache(maxsize=256)
+def _large_share(length: int) -> int:
+    return int(_shares_of(np.array([length], np.int64))[0])
+
+
+def _header_shares_of(lengths: np.ndarray) -> np.ndarray:
+    if int(lengths.max()) < LARGE:
+        return _header_shares()[lengths]
+    low = int(lengths.min())
+    if low == int(lengths.max()):  # large records of one length: one share, kept
+        return np.full(lengths.size, _large_share(low), np.uint32)
+    return _shares_of(lengths)
+
+
+def _covering(u8: np.ndarray, first: int, end: int, pieces: Iterable[Piece]) -> list[Piece]:
+    """Summed ranges whose shares add up to that of ``u8[first:end]``: the ``pieces`` (summed as
+    they were read; they do not overlap) over it, the gaps between them summed here, and the parts
+    of them outside it summed again, which cancels them."""
+    out: list[Piece] = []
+    at = first
+    for crc, start, stop in sorted(pieces, key=operator.itemgetter(1)):
+        if stop <= at or start >= end:
+            continue
+        if start != at:  # a gap, or the part of a piece before first
+            low, high = min(at, start), max(at, start)
+            out.append((crc32c(u8[low:high]), low, high))
+        out.append((crc, start, stop))
+        at = stop
+    if at != end:  # the rest, or the part of the last piece after end
+        low, high = min(at, end), max(at, end)
+        out.append((crc32c(u8[low:high]), low, high))
+    return out
+
+
 def data_crcs_match(
-    buf: bytes | np.ndarray, first: int, ends: np.ndarray, buf_crc: int | None = None
+    buf: bytes | np.ndarray | mmap.mmap,
+    first: int,
+    ends: np.ndarray,
+    buf_crc: int | None = None,
+    *,
+    pieces: Iterable[Piece] | None = None,
 ) -> bool | None:
     """Whether every frame from ``first`` to ``ends[-1]`` in ``buf`` has the data CRC it stores.
 
@@ -119,31 +178,46 @@ def data_crcs_match(
     by record costs less, when a record is of 64 KiB or more, or when the frames are 2 KiB or more
     on average and ``buf_crc`` is not known (then a CRC call per record costs less than the numpy
     steps here; measured equal at 3.7 KB).
+
+    ``pieces`` are the CRC32Cs of ranges of ``buf`` taken as they were read, each ``(crc, start,
+    stop)``: then records of any length are checked, what the pieces leave out of the frames is
+    summed here, and ``buf_crc`` is not used (a span of large records, whose threads summed each
+    piece they read while it was in their cache: one call a piece instead of one a record).
     """
     u8 = np.frombuffer(buf, np.uint8)
     end = int(ends[-1])
-    if buf_crc is not None and 2 * (end - first) < u8.size:
-        buf_crc = None  # most of buf lies outside the frames (after damage): a pass over them costs less
-    if buf_crc is None and end - first >= _PER_RECORD_FRAME * ends.size:
-        return None
     data_ends = ends - FOOTER
     lengths = np.diff(data_ends, prepend=first - FOOTER) - HEADER - FOOTER
-    if int(lengths.max()) >= LARGE:
-        return None
-    # Measured: the CRCs of pieces of buf whose shares add up to the frames' share.
-    if buf_crc is not None:  # all of buf, less what lies before and after the frames
-        pieces = [(buf_crc, 0, u8.size), (crc32c(u8[:first]), 0, first), (crc32c(u8[end:]), end, u8.size)]
+    if pieces is not None:
+        if u8.size >> 32 or int(lengths.max()) >> 32:  # beyond the tables that move shares on
+            return None
+        summed = _covering(u8, first, end, pieces)
     else:
-        pieces = [(crc32c(u8[first:end]), first, end)]
+        if buf_crc is not None and 2 * (end - first) < u8.size:
+            buf_crc = None  # most of buf lies outside the frames (after damage): a pass over them costs less
+        if buf_crc is None and end - first >= _PER_RECORD_FRAME * ends.size:
+            return None
+        if int(lengths.max()) >= LARGE:
+            return None
+        # Measured: the CRCs of pieces of buf whose shares add up to the frames' share.
+        if buf_crc is not None:  # all of buf, less what lies before and after the frames
+            summed = [
+                (buf_crc, 0, u8.size),
+                (crc32c(u8[:first]), 0, first),
+                (crc32c(u8[end:]), end, u8.size),
+            ]
+        else:
+            summed = [(crc32c(u8[first:end]), first, end)]
     # Predicted, per frame: the header's share, then the data's as its CRC says, then the stored CRC's.
     stored = u8[data_ends[:, None] + np.arange(4)].view("<u4").reshape(-1)
     count = ends.size
-    shares = np.empty(count + 2 * len(pieces), np.uint32)
+    shares = np.empty(count + 2 * len(summed), np.uint32)
     zeros = np.empty(shares.size, np.int64)
-    shares[:count] = _header_shares()[lengths] ^ unmask_array(stored) ^ stored ^ _ONES
+    headers = _header_shares()[lengths] if pieces is None else _header_shares_of(lengths)  # (small: checked)
+    shares[:count] = headers ^ unmask_array(stored) ^ stored ^ _ONES
     zeros[:count] = u8.size - data_ends
     # A piece's CRC, with the all-ones start and end undone: its register moved over what follows.
-    crcs, starts, stops = (np.array(column, np.int64) for column in zip(*pieces, strict=True))
+    crcs, starts, stops = (np.array(column, np.int64) for column in zip(*summed, strict=True))
     shares[count::2], zeros[count::2] = crcs ^ 0xFFFFFFFF, u8.size - stops
     shares[count + 1 :: 2], zeros[count + 1 :: 2] = 0xFFFFFFFF, u8.size - starts
     return int(np.bitwise_xor.reduce(_moved(shares, zeros))) == 0

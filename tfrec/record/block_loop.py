@@ -151,16 +151,17 @@ class BlockLoop:
                     buf, pos, eof = span.buffer, span.first, span.end_of_stream  # type: ignore[assignment]
                 start = pos
                 known = NO_CRCS  # data CRCs of the frames from start on, taken as they were read
+                sums = None  # or the CRCs of pieces of the span, taken as they were read
                 # A span's frames were found (their lengths checked) as it was read; what follows
                 # them is found again, from the top, for the next batch.
                 more = span is not None and span.frames > 0
                 if span is not None and more:
-                    ends, known, bad_length = span.ends, span.crcs, False
+                    ends, known, sums, bad_length = span.ends, span.crcs, span.pieces, False
                     pos = int(ends[-1])
                 else:
                     ends, pos, bad_length = split_block(buf, pos, self.verify_checksums)
                 if ends.size:
-                    yield from self._hand_out(buf, start, ends, base, index, known)
+                    yield from self._hand_out(buf, start, ends, base, index, known, sums)
                     index += ends.size
                 if more:
                     continue
@@ -269,14 +270,22 @@ class BlockLoop:
         return span, base + pos - span.first
 
     def _hand_out(
-        self, buf: bytes, first: int, ends: np.ndarray, base: int, index: int, known: np.ndarray = NO_CRCS
+        self,
+        buf: bytes,
+        first: int,
+        ends: np.ndarray,
+        base: int,
+        index: int,
+        known: np.ndarray = NO_CRCS,
+        sums: list[block_crc.Piece] | None = None,
     ) -> Iterator[Iterator[bytes]]:
         """Yield the frames of ``buf`` from position ``first`` to ``ends`` (just past each frame;
         ``buf[0]`` is at stream offset ``base``) as batches of records, or of frames when the
         reader hands out views (:attr:`views`).
 
-        Data CRCs are checked at once; the intact records around a damaged one are handed out,
-        each damage reported in turn.
+        Data CRCs are checked at once, from ``known`` (the frames', taken as they were read), or
+        ``sums`` (CRCs of pieces of ``buf`` taken as they were read: see block_crc), or the block;
+        the intact records around a damaged one are handed out, each damage reported in turn.
         """
         count = ends.size
         data_starts = np.empty_like(ends)
@@ -295,11 +304,13 @@ class BlockLoop:
         if not self.verify_checksums:
             yield self.publish(rows(0, count), stream_ends, base + first, index)
             return
-        if known.size >= count:  # taken as the span was read
+        if sums is None and known.size >= count:  # taken as the span was read
             computed = mask_array(known[:count])
         else:
-            buf_crc = self.stream.digest_of(buf)
-            if count > 1 and block_crc.data_crcs_match(buf, first, ends, buf_crc):
+            buf_crc = self.stream.digest_of(buf) if sums is None else None
+            if (count > 1 or sums is not None) and block_crc.data_crcs_match(
+                buf, first, ends, buf_crc, pieces=sums
+            ):
                 yield self.publish(rows(0, count), stream_ends, base + first, index)
                 return
             # Damage somewhere (or a record too long for the block check): record by record. Views

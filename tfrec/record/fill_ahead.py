@@ -170,17 +170,15 @@ class Filler(OwnedThread[_State]):
         target: memoryview,
         piece: int,
         *,
-        cuts: Sequence[int] | None = None,
         after: AfterPiece | None = None,
     ) -> Generator[int, None, None]:
         """Fill ``target`` as :meth:`fill` does, with reads at positions: the caller reads pieces
         too, each time it resumes with no piece left to check (without a thread, it reads them all).
 
-        ``cuts`` (increasing, the last ``len(target)``) ends the pieces where the caller wants them
-        (else every ``piece`` bytes); ``after`` is called by whichever thread filled a piece whole,
-        before the piece is yielded (see :data:`AfterPiece`).
+        ``after`` is called by whichever thread filled a piece whole, before the piece is yielded
+        (see :data:`AfterPiece`).
         """
-        pieces = _pieces(target, _cuts(len(target), piece) if cuts is None else cuts)
+        pieces = _pieces(target, _cuts(len(target), piece))
         yield from self._fill(read_at, pieces, shared=True, threaded=self.start(), after=after)
 
     def fill_pieces(

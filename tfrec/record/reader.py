@@ -186,7 +186,8 @@ class RecordReader:
         uncompressed file or other stream that can seek is read a block ahead in a background
         thread (a pipe is not: closing the reader would wait for its data), and a batch of large
         records of 4 MiB or more is filled by a thread and this one together (a file opened by path,
-        at positions), this one taking the CRCs of what is filled between pieces of its own. With
+        at positions), each taking the CRC of every piece it reads, which the frames are then
+        checked against. With
         ``on_error="skip"`` a batch may hold records from both sides of skipped damage;
         ``batch.start_index`` is its first record's.
 

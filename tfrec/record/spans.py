@@ -35,20 +35,31 @@ import numpy as np
 
 from . import frame
 from .batch import PAD
-from .spans_ahead import PIECE, SpansAhead, digest_frames
+from .block_crc import Piece
+from .spans_ahead import PIECE, SpansAhead
 from .stream import RecordStream
 
 __all__ = ["FILL_AHEAD_MIN", "PAGE", "PIECE", "POOL", "SPAN_LIMIT", "Span", "SpanPool", "read_span"]
 
 PAGE = mmap.PAGESIZE
 SPAN_LIMIT = 256 << 20  # a span grows no further once it holds a frame (larger batches are joined)
-# Spans read from this size on are filled by a background thread and this one together while their
-# CRCs are taken (fill_ahead). Below it the two pieces or so gained less than handing them over cost
-# (measured on 1.6 MB spans of 100 KiB records: 10-20% slower threaded with the thread alone
-# copying; with both copying in pieces of 256-512 KiB, no faster than this thread alone).
+# Spans read from this size on are filled by a background thread and this one together, each thread
+# summing the pieces it reads (fill_ahead). Below it the two pieces or so gained less than handing
+# them over cost: 1.6 MB spans of 100 KiB records filled so ran at 2.4 GB/s, against 5.2 GB/s read
+# with the spans ahead of them (spans_ahead).
 FILL_AHEAD_MIN = 4 << 20
+# A fill shared by two threads reads pieces this many times PIECE long (2 MiB: a core's L2 here).
+# Measured on 100 KiB records in batches of 256, pieces of 1 MiB: 6,036 MB/s, 2 MiB: 6,528, 4 MiB:
+# 6,744, 8 MiB: 5,320 (too few to share evenly); in batches of 1024, 5.5-5.7 GB/s from 1 to 8 MiB.
+SHARED_PIECES = 2
 PIECE_FRAMES_MAX = 4 * PIECE  # longer frames are not pieces of a fill: read in PIECE bytes at a time
 _KEEP = 10  # maps a pool keeps: the batch a consumer holds, the one being read, those read ahead, slack
+# Maps release() leaves as they are, the last taken: a reader reads on in the map it took last and
+# the one before (its consumer holds one batch while the next is read). Filled again after
+# MADV_FREE, a map filled at 4.2-4.4 GB/s instead of 6 (no page faults counted: the kernel keeps
+# the pages, but writing them again costs): batches of 1024 x 100 KiB read after read_records ran
+# at 4.5 GB/s with every free map released, 5.6 with these two kept.
+_RESIDENT = 2
 
 
 def _holders(maps: list[mmap.mmap] | list[object], i: int) -> int:
@@ -62,9 +73,10 @@ class SpanPool:
     """Memory maps that spans are read into, reused once nothing else refers to them.
 
     One pool serves every reader of a process (:data:`POOL`): a reader's first batch then finds
-    the maps faulted in by the one before. It keeps at most :data:`_KEEP` maps; :meth:`release`
-    lets the kernel take back the pages of the free ones when it needs memory (``MADV_FREE``:
-    until then they stay, and reuse costs no page fault).
+    the maps faulted in by the one before. It keeps at most :data:`_KEEP` maps, the last taken
+    last; :meth:`release` lets the kernel take back the pages of the free ones but the last
+    :data:`_RESIDENT` when it needs memory (``MADV_FREE``: until then they stay, and reuse costs
+    no page fault).
     """
 
     __slots__ = ("_lock", "_maps")
@@ -80,7 +92,9 @@ class SpanPool:
             free = [i for i in range(len(self._maps)) if _holders(self._maps, i) == _ALONE]
             if free:  # the nearest in size: resizing maps or unmaps the difference
                 nearest = min(free, key=lambda i: abs(len(self._maps[i]) - size))
-                return self.resize(self._maps[nearest], size)
+                buffer = self._maps.pop(nearest)
+                self._maps.append(buffer)  # (the last taken last)
+                return self.resize(buffer, size)
             buffer = _new_map(size)
             if len(self._maps) < _KEEP:
                 self._maps.append(buffer)
@@ -100,14 +114,19 @@ class SpanPool:
             return larger
 
     def release(self) -> None:
-        """Let the kernel take back the pages of the free maps when memory runs short."""
+        """Let the kernel take back the pages of the free maps, but the last :data:`_RESIDENT`
+        taken, when memory runs short."""
         if not hasattr(mmap, "MADV_FREE"):
             return
         with self._lock:
-            for i in range(len(self._maps)):
+            for i in range(len(self._maps) - _RESIDENT):
                 if _holders(self._maps, i) == _ALONE:
-                    with contextlib.suppress(OSError):
-                        self._maps[i].madvise(mmap.MADV_FREE)
+                    _free(self._maps[i])
+
+
+def _free(buffer: mmap.mmap) -> None:
+    with contextlib.suppress(OSError):
+        buffer.madvise(mmap.MADV_FREE)
 
 
 # Private: a shared anonymous map is a file of fixed size underneath, which resizing cannot grow.
@@ -130,6 +149,8 @@ class Span(NamedTuple):
     frames: int  # the wanted frames it holds whole (fewer only at the end, at SPAN_LIMIT or damage)
     crcs: np.ndarray  # uint32: the (unmasked) data CRC32C of the first frames, when asked for
     ends: np.ndarray  # int64: the buffer position just past each of the first frames
+    # The CRC32Cs of pieces of the buffer, (crc, start, stop), taken instead of ``crcs`` as it was read
+    pieces: list[Piece] | None
 
 
 def read_span(
@@ -151,7 +172,9 @@ def read_span(
     ``leftover`` holds the start of that frame (its header at least), already read; the next
     bytes of the stream follow it. Reads are sized by the frames' lengths, guessed first from the
     frame at ``at``. The buffer is exactly as long as what was read. ``digest`` (a CRC32C) is
-    taken of each wanted frame's data as soon as it is read, while it is still in the cache.
+    taken of each wanted frame's data as soon as it is read, while it is still in the cache; of a
+    span filled by two threads, each takes it of every piece it reads (:attr:`Span.pieces`), and
+    the frames are checked against those sums together (:mod:`~tfrec.record.block_crc`).
     With ``ahead``, a span too small to share its fill between two threads is read with the
     spans of the next batches (:mod:`~tfrec.record.spans_ahead`), and a span read so is used.
     """
@@ -216,15 +239,16 @@ def _fill(
     """Fill ``buffer[start:goal]`` from the stream (``buffer[0]`` is at stream offset ``base``),
     walking the frames as pieces land; the position filled to (``goal`` unless the stream ends)."""
     shared = goal - start >= FILL_AHEAD_MIN  # by two threads
-    cuts = walk.cuts(buffer, start, goal) if shared or ahead is not None else None
-    if not shared and ahead is not None and cuts is not None and stream.reads_at() and ahead.wants_fill():
+    cuts = walk.cuts(buffer, start, goal) if not shared and ahead is not None else None
+    if cuts is not None and ahead is not None and stream.reads_at() and ahead.wants_fill():
         start += _fill_with_spans_ahead(stream, pool, ahead, buffer, walk, base, start, cuts, end)
         walk.over(buffer, start)
         if start == goal:
             return start
-        cuts = None  # (what is left, if anything, is read here: the file ended sooner)
-    if not shared or walk.digest is None:
-        cuts = None
+    # Each thread sums the pieces it reads (one CRC call a piece, while the piece is in its cache);
+    # the frames are checked against the sums together (block_crc), not one by one.
+    by_pieces = shared and walk.digest is not None and stream.fills_at()
+    walk.by_pieces = walk.by_pieces or by_pieces
     filled = start
     with (
         memoryview(buffer) as view,
@@ -233,10 +257,9 @@ def _fill(
                 view[start:goal],
                 base + start,
                 index,
-                PIECE,
+                PIECE * SHARED_PIECES if shared else PIECE,
                 ahead=shared,
-                cuts=cuts,
-                after=None if cuts is None else functools.partial(walk.digest_piece, view, start),
+                after=functools.partial(walk.sum_piece, view, start) if by_pieces else None,
             )
         ) as pieces,
     ):
@@ -279,9 +302,11 @@ def _fill_with_spans_ahead(
 
 
 class _Walk:
-    """The whole frames of a span so far (up to ``wanted``), each digested as it is found."""
+    """The whole frames of a span so far (up to ``wanted``), each digested as it is found, unless
+    the threads that filled the span summed the pieces they read (:attr:`by_pieces`)."""
 
     __slots__ = (
+        "by_pieces",
         "checked",
         "count",
         "crcs",
@@ -289,6 +314,7 @@ class _Walk:
         "digest",
         "ends",
         "guess",
+        "pieces",
         "pos",
         "summed",
         "verify",
@@ -307,17 +333,21 @@ class _Walk:
         self.checked: tuple[int, int] = (-1, 0)  # the last header whose length CRC matched
         self.crcs: list[int] = []
         self.ends: list[int] = []
-        # Data CRCs taken by the threads that filled the frames (digest_piece), by the buffer
-        # position of the frame: (the position past it, its CRC). A frame whose bounds differ (the
+        # Data CRCs taken by the threads that filled the frames of spans read ahead (spans_ahead), by
+        # the buffer position of the frame: (the position past it, its CRC). A frame whose bounds differ (the
         # frames were not as long as the guess) is summed by the walk.
         self.summed: dict[int, tuple[int, int]] = {}
         # The frames of the fill being read, as guessed: (the position of the first, the length of
         # each with its framing, how many are wanted). The walk moves on meanwhile: the threads'
         # sums follow this.
         self.guess = (0, 1, 0)
+        # Filled by threads that sum what they read (see _fill): the frames are not digested one by
+        # one, and pieces holds the sums, (CRC32C, start, stop) by buffer position.
+        self.by_pieces = False
+        self.pieces: list[Piece] = []
 
     def cuts(self, buffer: mmap.mmap, start: int, goal: int) -> list[int] | None:
-        """Where to cut ``buffer[start:goal]`` into pieces for :meth:`digest_piece`: at the ends
+        """Where to cut ``buffer[start:goal]`` into pieces for the spans read ahead: at the ends
         of whole frames, each as long as the frame at :attr:`pos` (whose header is read), about
         :data:`PIECE` bytes a piece (``None``: the frames are too long to be pieces)."""
         pos = self.pos
@@ -330,11 +360,12 @@ class _Walk:
         step = max(1, PIECE // size) * size
         return [end - start for end in range(pos + step, goal, step) if end > start] + [goal - start]
 
-    def digest_piece(self, view: memoryview, start: int, begin: int, end: int) -> None:
-        """Take the data CRCs of the guessed frames that end in ``view[start + begin:start + end]``
-        (called by the thread that filled it, while the bytes are in its cache)."""
+    def sum_piece(self, view: memoryview, start: int, begin: int, end: int) -> None:
+        """Take the CRC32C of ``view[start + begin:start + end]`` (called by the thread that filled
+        it, while the bytes are in its cache)."""
         assert self.digest is not None
-        digest_frames(view, self.guess, start + begin, start + end, self.digest, self.summed)
+        with view[start + begin : start + end] as piece:
+            self.pieces.append((self.digest(np.frombuffer(piece, np.uint8)), start + begin, start + end))
 
     def over(self, buffer: mmap.mmap, filled: int) -> None:
         """Go on over the frames that are whole in ``buffer[:filled]``."""
@@ -345,7 +376,7 @@ class _Walk:
         head, foot, unpack_header = frame.HEADER, frame.FOOTER, frame.unpack_header
         # One array over what is filled, sliced per frame (dropped on return: a map with a view
         # alive cannot be resized).
-        u8 = np.frombuffer(buffer, np.uint8, filled) if digest is not None else None
+        u8 = np.frombuffer(buffer, np.uint8, filled) if digest is not None and not self.by_pieces else None
         while count < wanted and pos + head <= filled:
             header = unpack_header(buffer, pos)
             # (Records of one size repeat their header: it is checked once.)
@@ -375,4 +406,5 @@ class _Walk:
             self.count,
             np.array(self.crcs, np.uint32),
             np.array(self.ends, np.int64),
+            self.pieces if self.by_pieces else None,
         )

@@ -173,16 +173,15 @@ class RecordStream:
         piece: int,
         *,
         ahead: bool,
-        cuts: Sequence[int] | None = None,
         after: AfterPiece | None = None,
     ) -> Generator[int, None, None]:
         """Fill ``target`` as :meth:`read_into` does, ``piece`` bytes at a time; yield how many bytes
         are filled each time a piece lands. With ``ahead``, a stream that may be read ahead is read
         in a background thread (:mod:`~tfrec.record.fill_ahead`) while the caller checks what is
         filled; errors are raised where reading in this thread would raise them. A file opened here
-        is read at positions, by the thread and the caller both (:meth:`Filler.fill_shared`), in
-        pieces ending at ``cuts`` when given, each passed to ``after`` once filled; the other ways
-        ignore them (``after`` is then called for no piece)."""
+        is read at positions, by the thread and the caller both (:meth:`Filler.fill_shared`), each
+        piece passed to ``after`` once filled (:meth:`fills_at`); the other ways call ``after`` for
+        no piece."""
         read_into = functools.partial(self.read_into, offset=offset, index=index)
         if not (ahead and self._may_read_ahead):
             return fill_here(read_into, target, piece)
@@ -190,7 +189,7 @@ class RecordStream:
             self._filler = Filler()
         if self._fd is None:
             return self._filler.fill(read_into, target, piece)
-        return self._fill_at(self._filler, self._fd, target, read_into, piece, cuts, after)
+        return self._fill_at(self._filler, self._fd, target, read_into, piece, after)
 
     def _fill_at(
         self,
@@ -199,7 +198,6 @@ class RecordStream:
         target: memoryview,
         read_into: ReadInto,
         piece: int,
-        cuts: Sequence[int] | None,
         after: AfterPiece | None,
     ) -> Generator[int, None, None]:
         """:meth:`fill` for a file opened here: what was read ahead first, then the rest read at
@@ -212,19 +210,22 @@ class RecordStream:
         if first == len(target):
             return
         start = self._raw.tell()  # the file's position of target[first] (nothing is held ahead now)
-        if first and cuts is not None:  # the pieces of the rest, and their places in the target
-            cuts = [cut - first for cut in cuts if cut > first]
-            if after is not None:
-                after = functools.partial(_shifted, after, first)
+        if first and after is not None:  # (the pieces' places in the target)
+            after = functools.partial(_shifted, after, first)
         filled = 0
         read_at = functools.partial(_read_at, fd, start)
-        pieces = filler.fill_shared(read_at, target[first:], piece, cuts=cuts, after=after)
+        pieces = filler.fill_shared(read_at, target[first:], piece, after=after)
         try:
             for filled in pieces:
                 yield first + filled
         finally:
             pieces.close()  # (the thread lets go of the target)
             self._raw.seek(start + filled)
+
+    def fills_at(self) -> bool:
+        """Whether :meth:`fill` with ``ahead`` reads at positions, by two threads, and passes every
+        piece it fills whole to ``after``."""
+        return self._fd is not None and self._may_read_ahead
 
     def reads_at(self) -> bool:
         """Whether :meth:`fill_at` may read now: a plain file opened here, nothing read ahead."""
