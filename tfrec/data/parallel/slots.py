@@ -12,8 +12,10 @@ values a third time, out of the slot.) The pool's consumer unpickles
 numeric arrays as views of the slot, without a copy: the slot stays lent
 to the consumer until every array of the pull is gone (:class:`SlotReader`),
 and is then given back to its process. Values of ``bytes`` are rebuilt as
-Python ``bytes`` (an object array needs them), and past :data:`LEND_LIMIT`
-slots lent per process (a consumer that keeps every batch) the pull is
+Python ``bytes`` (an object array needs them); strings of one length that the
+decoder left packed (:class:`~tfrec.example.columns.PackedStrings`) travel
+as one numeric buffer and become ``bytes`` as they are unpickled. Past :data:`LEND_LIMIT`
+slots lent per process (a consumer that keeps every batch), the pull is
 copied out and its slot given back at once. Lent arrays outlive the
 segment's name: a segment unlinked while mapped stays readable until its
 last view goes.

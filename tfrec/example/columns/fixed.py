@@ -144,8 +144,8 @@ def fixed_columns(
     """Columns of the records that repeat the first record's layout byte for byte, and the other rows.
 
     ``lengths``: the records' lengths, if known. Returns ``None`` when too few
-    records match for this to pay. A ``packed`` key holding one bytes value per record comes as
-    :class:`~.column.PackedStrings`.
+    records match for this to pay. A ``packed`` key's bytes values come as
+    :class:`~.column.PackedStrings` when they share one length.
     """
     if len(records) < _MIN_ROWS:
         return None
