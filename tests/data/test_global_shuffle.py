@@ -113,6 +113,32 @@ def test_without_batch_records_come_one_by_one_in_the_same_order(shards: list[st
     assert ids(list(dataset(shards))) == ids(list(dataset(shards).batch(10)))
 
 
+def test_groups_read_ahead_in_a_thread_only_once_a_read_waited(
+    shards: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A group read that did not wait (wall time within WAITED times its CPU time; here, any) keeps the
+    # epoch reading where the records are used; one that waited (any, with WAITED 0) turns the thread on.
+    from tfrec.data.pipeline import global_order
+
+    seen: list[bool] = []
+    pull = global_order.GlobalOrderRecords.pull
+
+    def spy(self: global_order.GlobalOrderRecords) -> list[bytes]:
+        out = pull(self)
+        seen.append(self.executor is not None)
+        return out
+
+    monkeypatch.setattr(global_order, "READ_AHEAD_RECORDS", 300)  # several groups an epoch
+    monkeypatch.setattr(global_order.GlobalOrderRecords, "pull", spy)
+    monkeypatch.setattr(global_order, "WAITED", float("inf"))
+    here = ids(list(dataset(shards).batch(100)))
+    assert sorted(here) == ALL and seen and not any(seen)
+    monkeypatch.setattr(global_order, "WAITED", 0.0)
+    seen.clear()
+    assert ids(list(dataset(shards).batch(100))) == here  # the very same order
+    assert all(seen)
+
+
 def test_reading_processes_give_the_very_same_order(shards: list[str]) -> None:
     alone = ids(list(dataset(shards).batch(32)))
     assert ids(list(dataset(shards, num_workers=2).batch(32))) == alone

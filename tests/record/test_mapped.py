@@ -172,3 +172,40 @@ def test_gather_in_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     expected = records[0::2] + records[1::2]
     keys = rng.integers(0, len(expected), 200).tolist()
     assert RecordFileSource(paths).__getitems__(keys) == [expected[k] for k in keys]
+
+
+@pytest.mark.parametrize("distinct", [1, 3, frame.FEW_LENGTHS, frame.FEW_LENGTHS + 1, 40])
+def test_frames_of_a_few_lengths_are_gathered_a_length_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, distinct: int
+) -> None:
+    # Up to FEW_LENGTHS lengths, each frame is one void item (no index per byte); more, index arrays.
+    import tfrec.record.mapped as mapped
+
+    calls: list[bool] = []
+    by_length = mapped._gather_by_length
+    monkeypatch.setattr(
+        mapped, "_gather_by_length", lambda *args: calls.append(by_length(*args)) or calls[-1]
+    )
+    rng = np.random.default_rng(distinct)
+    records = [rng.bytes(60 + int(n)) for n in rng.integers(0, distinct, 300)]
+    paths = [write(tmp_path / f"few{i}.tfrecord", records[i::3]) for i in range(3)]
+    expected = records[0::3] + records[1::3] + records[2::3]
+    keys = rng.integers(-len(expected), len(expected), 500).tolist()  # repeats, and from the end
+    assert RecordFileSource(paths).__getitems__(keys) == [expected[k] for k in keys]
+    assert calls == [len({len(expected[k]) for k in keys}) <= frame.FEW_LENGTHS]
+
+
+def test_scikit_learn_wine_rows_at_random(tmp_path: Path) -> None:
+    # Rows of a real table as Examples: lengths vary by a few bytes (the label's and the floats'
+    # encodings alike), so random reads take the few-lengths gather.
+    datasets = pytest.importorskip("sklearn.datasets")
+    wine = datasets.load_wine()
+    records = [
+        tfrec.encode_example({"features": row.astype(np.float32), "label": int(label), "row": i})
+        for i, (row, label) in enumerate(zip(wine.data, wine.target, strict=True))
+    ]
+    assert 1 < len({len(r) for r in records}) <= frame.FEW_LENGTHS
+    paths = [write(tmp_path / f"wine{i}.tfrecord", records[i::2]) for i in range(2)]
+    expected = records[0::2] + records[1::2]
+    keys = np.random.default_rng(0).permutation(len(expected)).tolist()
+    assert RecordFileSource(paths).__getitems__(keys) == [expected[k] for k in keys]

@@ -3,8 +3,9 @@
 Random access to many small records pays per record for what it does per
 record: a system call, a bytes object, a CRC call. With each file mapped once
 (:func:`map_file`), the frames a batch asks for are gathered from the maps with
-numpy into one buffer, back to back in the order asked (:func:`gather_frames`:
-one fancy index per file, no system call and no Python work per record), and
+numpy into one buffer, back to back (:func:`gather_frames`: no system call and
+no Python work per record; frames of a few lengths are one void item each, a
+fancy index per length and file; others are gathered byte by byte), and
 checked as a block (:func:`frames_ok`: the headers in numpy, the data CRCs with
 one CRC pass over the block, see :mod:`.block_crc`).
 
@@ -25,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 import threading
@@ -35,7 +37,7 @@ import numpy as np
 from .batch import PAD
 from .block_crc import data_crcs_match
 from .crc import crc_function, mask_array
-from .frame import FOOTER, FRAMING, HEADER, length_crcs, stored_crcs
+from .frame import FEW_LENGTHS, FOOTER, FRAMING, HEADER, length_crcs, stored_crcs
 
 __all__ = ["MAP_FILES_ENV", "frames_ok", "gather_frames", "map_file", "mapped_size"]
 
@@ -125,12 +127,45 @@ def gather_frames(
         for file, at, place, end in rows:
             out[place:end] = views[file][at : at + end - place]
         return out.tobytes(), ends, order
+    if _gather_by_length(out, views, files, offsets, frame_lengths, starts):
+        return out.tobytes(), ends, order
     # Pieces of at most _PIECE bytes: the index arrays (8 bytes per byte gathered) stay small.
     cuts = np.searchsorted(ends, np.arange(_PIECE, total, _PIECE), side="right").tolist()
     for a, b in zip([0, *cuts], [*cuts, len(ends)], strict=True):
         if a < b:
             _gather_piece(out, views, files[a:b], offsets[a:b], frame_lengths[a:b], int(starts[a]))
     return out.tobytes(), ends, order
+
+
+def _gather_by_length(
+    out: np.ndarray,
+    views: Sequence[np.ndarray],
+    files: np.ndarray,
+    offsets: np.ndarray,
+    lengths: np.ndarray,
+    starts: np.ndarray,
+) -> bool:
+    """Gather frames of at most :data:`~.frame.FEW_LENGTHS` lengths (sorted by file) into ``out`` at
+    ``starts``, a length at a time: each frame one void item, read from a view of its map with an item
+    at every offset and written to such a view of ``out``. False (nothing done) for more lengths.
+
+    No index per byte: small records of a few lengths (varints of a few sizes) gathered at random,
+    by index arrays, spent more building the indexes than copying.
+    """
+    sizes = np.unique(lengths)
+    if sizes.size > FEW_LENGTHS:
+        return False
+    heads = [*np.flatnonzero(np.append(True, files[1:] != files[:-1])).tolist(), len(files)]
+    for size in sizes.tolist():
+        target = np.ndarray((out.size - size + 1,), f"V{size}", out, 0, (1,))
+        chosen = lengths == size
+        for a, b in itertools.pairwise(heads):
+            rows = np.flatnonzero(chosen[a:b]) + a
+            if rows.size:
+                view = views[int(files[a])]
+                source = np.ndarray((view.size - size + 1,), f"V{size}", view, 0, (1,))
+                target[starts[rows]] = source[offsets[rows]]
+    return True
 
 
 def _gather_piece(

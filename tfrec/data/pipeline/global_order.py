@@ -18,8 +18,10 @@ of chunks it has handed out. The chunks of a read-ahead group are read
 together with :meth:`~tfrec.RecordFileSource.__getitems__`, sorted by record
 number (by file, then offset: the frames are gathered from each file's map in
 address order, see :mod:`tfrec.record.mapped`) and put back in permutation
-order; the next group is read in a background thread while the pipeline works
-on the current one.
+order. Once a group read waited for the disk (its wall time well past its CPU
+time), the next groups of the epoch are read in a background thread while the
+pipeline works on the current one; records in the page cache are read where
+they are used, where a thread would only contend for the GIL.
 
 **Elastic resume.** When every step of the pipeline hands out one pull per
 chunk (``map``, ``prefetch``, and at most one ``batch``, whose size is then the
@@ -49,6 +51,7 @@ import collections
 import itertools
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -80,6 +83,11 @@ __all__ = [
 ]
 
 READ_AHEAD_RECORDS = 4096  # records read together (whole chunks), one group ahead in a thread
+# A group read here whose wall time passed its CPU time this many times over waited for the disk: the
+# next groups of the epoch are read ahead in a thread. Data in the page cache reads at CPU speed, and a
+# thread reading it only contends for the GIL: on cached shards, global shuffle read 630-660 k small
+# records/s with the thread and 724-729 k without; image-like records 164-167 k and 176-184 k.
+WAITED = 1.5
 ELASTIC_OPS = (MapOp, BatchOp, PrefetchOp, DecodeOp)  # steps that hand out one pull per chunk
 
 _sources: dict[tuple[Any, ...], RecordFileSource] = {}  # per process: indexes are read once
@@ -177,6 +185,7 @@ class GlobalOrderRecords:
         self.pending: Future[list[list[bytes]]] | None = None  # the next group, being read
         self.pending_start = start
         self.executor: ThreadPoolExecutor | None = None
+        self.ahead = False  # groups are read ahead in a thread: a read here waited for the disk
 
     def pull(self) -> list[bytes]:
         if self.next >= self.share.count:
@@ -186,11 +195,19 @@ class GlobalOrderRecords:
             if self.pending is not None and self.pending_start == start:
                 group, self.pending = self.pending.result(), None
             else:
-                group = self._read(start)
+                group = self._read_here(start)
             self.ready.extend(group)
-            self._read_ahead(start + len(group))
+            if self.ahead:
+                self._read_ahead(start + len(group))
         self.next += 1
         return self.ready.popleft()
+
+    def _read_here(self, start: int) -> list[list[bytes]]:
+        """:meth:`_read`, timed: a read that waited (more wall time than CPU time) turns reading ahead on."""
+        wall, cpu = time.perf_counter(), time.thread_time()
+        group = self._read(start)
+        self.ahead = self.ahead or time.perf_counter() - wall > WAITED * (time.thread_time() - cpu)
+        return group
 
     def _read_ahead(self, start: int) -> None:
         if start >= self.share.count:
