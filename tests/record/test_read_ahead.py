@@ -104,3 +104,24 @@ def test_with_no_thread_to_be_had_the_stream_is_read_when_asked(monkeypatch: pyt
     assert stream.read(2) == b"ab"
     stream.prefetch(2)
     assert stream.read(2) == b"cd" and stream.read(5) == b"ef"
+
+
+@pytest.mark.skipif(
+    not hasattr(threading, "_shutdown_locks_lock"), reason="the lock of CPython 3.10-3.12's threading"
+)
+def test_stop_does_not_need_the_lock_a_thread_being_started_holds() -> None:
+    # A reader collected by the garbage collector is stopped wherever the collection runs: once, in
+    # CI, in a thread being started, inside threading's bookkeeping that holds _shutdown_locks_lock.
+    # Joining the read-ahead thread (no daemon) takes that lock again: the interpreter hung.
+    stream = ReadAhead(io.BytesIO(bytes(1000)))
+    stream.prefetch(100)  # (nothing may join the thread before stop: that would take the lock now)
+    stopped = threading.Event()
+
+    def stop_inside_the_bookkeeping() -> None:
+        with threading._shutdown_locks_lock:  # type: ignore[attr-defined]
+            stream.stop()
+        stopped.set()
+
+    threading.Thread(target=stop_inside_the_bookkeeping, daemon=True).start()
+    assert stopped.wait(10), "stop() waited for a lock its own thread holds"
+    assert stream.read(10) == bytes(10)  # what was read ahead was dropped; the stream reads on

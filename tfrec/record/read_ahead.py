@@ -48,12 +48,18 @@ class ReadAhead:
     time, as the record reader's lock ensures. The thread is not a daemon: at exit the interpreter
     waits for its read (a daemon stopped inside a read leaves the file locked, and closing it
     then aborts the interpreter), so only streams whose reads end may be read ahead.
+
+    Waiting for a read waits for the thread's own signal that it is done, never with
+    ``Thread.join``: a reader collected by the garbage collector is stopped wherever the collection
+    runs, also in a thread being started inside ``threading``'s bookkeeping, whose lock joining a
+    thread that is not a daemon takes again (the interpreter then hangs).
     """
 
     def __init__(self, stream: IO[bytes], digest: Callable[[bytes], int] | None = None) -> None:
         self._stream = stream
         self._digest = digest
         self._thread: threading.Thread | None = None
+        self._done = threading.Event()  # set by the thread once its read is over
         self._outcome: tuple[bytes, int | None] | BaseException = (b"", None)
         self._left = b""  # read ahead, not yet returned from _taken on
         self._left_digest: int | None = None
@@ -63,7 +69,8 @@ class ReadAhead:
     def prefetch(self, size: int) -> None:
         """Start reading the next ``size`` bytes (after any still unread) in a background thread."""
         if self._thread is None:
-            thread = threading.Thread(target=self._read_ahead, args=(size,), name="tfrec-read-ahead")
+            done = self._done = threading.Event()
+            thread = threading.Thread(target=self._read_ahead, args=(size, done), name="tfrec-read-ahead")
             _READING.add(self)
             try:
                 thread.start()
@@ -72,7 +79,7 @@ class ReadAhead:
                 return
             self._thread = thread
 
-    def _read_ahead(self, size: int) -> None:
+    def _read_ahead(self, size: int, done: threading.Event) -> None:
         try:
             block = self._stream.read(size)
             self._outcome = (block, None if self._digest is None else self._digest(block))
@@ -80,19 +87,20 @@ class ReadAhead:
             self._outcome = exc
         finally:
             _READING.discard(self)
+            done.set()
 
     def finish(self) -> None:
         """Wait for the read in flight, if any, keeping what it reads."""
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join()
+            self._done.wait()
 
     def _wait(self) -> tuple[bytes, int | None]:
         """The block read ahead and its digest (``b""`` when no read is in progress)."""
         thread, self._thread = self._thread, None
         if thread is None:
             return b"", None
-        thread.join()
+        self._done.wait()
         outcome, self._outcome = self._outcome, (b"", None)
         if isinstance(outcome, BaseException):
             raise outcome
@@ -159,5 +167,5 @@ class ReadAhead:
         """Wait for a read in progress and drop what it read: the stream may then be closed."""
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():  # (a GC run there)
-            thread.join()
+            self._done.wait()
         self._left, self._outcome, self._digested = b"", (b"", None), None
