@@ -1,13 +1,19 @@
-"""Helpers the record tests share: what an iteration hands out, a written file's frames, and the
-background threads of a name (tfrec-write, tfrec-fill) still running."""
+"""Helpers the record tests share: what an iteration hands out, a written file's frames, the
+background threads of a name (tfrec-write, tfrec-fill) still running, and spans mapped or read."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import os
 import threading
 import zlib
+from collections.abc import Iterator
+from unittest import mock
 
 import tfrec
+from tfrec.record import mapped_spans
+from tfrec.record.mapped import MAP_FILES_ENV
 
 
 def outcome(run: object) -> tuple[list[bytes], tuple[object, ...] | None]:
@@ -41,3 +47,15 @@ def none_left(name: str) -> bool:
     for thread in threads_named(name):
         thread.join(timeout=10)
     return not threads_named(name)
+
+
+@contextlib.contextmanager
+def spans_mapped(mapped: bool) -> Iterator[None]:
+    """Batches of large records read as spans of the file mapped (spans of 400 KiB, summed in
+    pieces of 96 KiB, so that a file of a few MiB is several spans), or read into buffers."""
+    with (
+        mock.patch.dict(os.environ, {MAP_FILES_ENV: "1" if mapped else "0"}),
+        mock.patch.object(mapped_spans, "MAP_SPAN_BYTES", 400 * 1024),
+        mock.patch.object(mapped_spans, "SUM_PIECE", 96 * 1024),
+    ):
+        yield

@@ -19,8 +19,16 @@ from recordcheck import none_left, outcome, threads_named
 import tfrec
 from tfrec.record import spans
 from tfrec.record.fill_ahead import Filler, fill_here
+from tfrec.record.mapped import MAP_FILES_ENV
 
 KIB = 1024
+
+
+@pytest.fixture(autouse=True)
+def _spans_read_not_mapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spans read into buffers of their own, as where files are not mapped (test_mapped_spans
+    covers maps)."""
+    monkeypatch.setenv(MAP_FILES_ENV, "0")
 
 
 class _FailingAt:

@@ -9,14 +9,22 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from recordcheck import outcome
+from recordcheck import outcome, spans_mapped
 
 import tfrec
 from tfrec.record import spans
 from tfrec.record.batch import PAD
+from tfrec.record.mapped import MAP_FILES_ENV
 from tfrec.record.spans import PAGE
 
 KIB = 1024
+
+
+@pytest.fixture(autouse=True)
+def _spans_read_not_mapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spans read into buffers of their own, as where files are not mapped (test_mapped_spans
+    covers maps)."""
+    monkeypatch.setenv(MAP_FILES_ENV, "0")
 
 
 def _records(sizes: list[int], seed: int = 0) -> list[bytes]:
@@ -29,14 +37,22 @@ def _records(sizes: list[int], seed: int = 0) -> list[bytes]:
     sizes=st.lists(st.one_of(st.integers(0, 300 * KIB), st.integers(0, 64)), max_size=14),
     size=st.integers(1, 6),
     compression=st.sampled_from([None, "gzip", "zlib"]),
+    verify=st.booleans(),
 )
+@pytest.mark.parametrize("mapped", [False, True], ids=["read", "mapped"])
 def test_read_batches_equals_read_records_on_records_of_any_size(
-    tmp_path_factory: pytest.TempPathFactory, sizes: list[int], size: int, compression: str | None
+    tmp_path_factory: pytest.TempPathFactory,
+    mapped: bool,
+    sizes: list[int],
+    size: int,
+    compression: str | None,
+    verify: bool,
 ) -> None:
     records = _records(sizes)
     path = tmp_path_factory.mktemp("s") / "x.tfrecord"
     tfrec.write_records(path, records, compression=compression)
-    batches = list(tfrec.read_batches(path, size, compression))
+    with spans_mapped(mapped):
+        batches = list(tfrec.read_batches(path, size, compression, verify_checksums=verify))
     assert [list(b) for b in batches] == [records[i : i + size] for i in range(0, len(records), size)]
     assert list(tfrec.read_records(path, compression)) == records
     for number, batch in enumerate(batches):
@@ -47,18 +63,20 @@ def test_read_batches_equals_read_records_on_records_of_any_size(
         assert list(rest) == records[number * size + len(batch) :]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(
     sizes=st.lists(
-        st.one_of(st.integers(64 * KIB, 200 * KIB), st.integers(0, 3000)), min_size=1, max_size=10
+        st.one_of(st.integers(64 * KIB, 200 * KIB), st.integers(0, 3000)), min_size=1, max_size=12
     ),
     size=st.integers(1, 5),
     where=st.floats(0, 1, exclude_max=True),
-    damage=st.sampled_from(["flip", "truncate"]),
+    damage=st.sampled_from(["flip", "flip length", "truncate"]),
     on_error=st.sampled_from(["raise", "skip"]),
 )
+@pytest.mark.parametrize("mapped", [False, True], ids=["read", "mapped"])
 def test_damage_gives_read_batches_the_errors_of_read_records(
     tmp_path_factory: pytest.TempPathFactory,
+    mapped: bool,
     sizes: list[int],
     size: int,
     where: float,
@@ -69,13 +87,17 @@ def test_damage_gives_read_batches_the_errors_of_read_records(
     tfrec.write_records(path, _records(sizes, seed=1))
     data = bytearray(path.read_bytes())
     at = int(where * len(data))
-    if damage == "flip":
-        data[at] ^= 0x20
-    else:
+    if damage == "truncate":
         del data[at:]
+    else:
+        if damage == "flip length":  # a byte of the length field of the frame at or before `at`
+            starts = np.cumsum([0, *[n + 16 for n in sizes]])
+            at = int(starts[np.searchsorted(starts, at, "right") - 1]) + at % 8
+        data[at] ^= 0x20
     path.write_bytes(bytes(data))
     expected = outcome(tfrec.read_records(path, on_error=on_error))  # type: ignore[arg-type]
-    got = outcome(tfrec.read_batches(path, size, on_error=on_error))  # type: ignore[arg-type]
+    with spans_mapped(mapped):
+        got = outcome(tfrec.read_batches(path, size, on_error=on_error))  # type: ignore[arg-type]
     assert got == expected
 
 

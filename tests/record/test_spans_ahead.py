@@ -17,9 +17,17 @@ from recordcheck import outcome
 import tfrec
 from tfrec.record import spans_ahead
 from tfrec.record.batch import PAD
+from tfrec.record.mapped import MAP_FILES_ENV
 from tfrec.record.spans import PAGE
 
 KIB = 1024
+
+
+@pytest.fixture(autouse=True)
+def _spans_read_not_mapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spans read into buffers of their own, as where files are not mapped (test_mapped_spans
+    covers maps)."""
+    monkeypatch.setenv(MAP_FILES_ENV, "0")
 
 
 @pytest.fixture

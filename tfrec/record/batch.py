@@ -31,7 +31,8 @@ class RecordBatch(Sequence[bytes]):
     """Consecutive records of one file, as spans of one buffer.
 
     Attributes:
-        buffer: the bytes the records are spans of (the block they were read in, or their join).
+        buffer: the bytes the records are spans of (the block they were read in, or their join;
+            for records of 64 KiB or more read from a plain file, a read-only map of the file).
         starts: int64 ``[n]``: record ``i`` is ``buffer[starts[i]:ends[i]]``.
         ends: int64 ``[n]``, increasing: spans never overlap and come in record order.
         path: the file they were read from (``None`` for a stream or records in memory).

@@ -8,9 +8,11 @@ together (:func:`~tfrec.record.frame.slice_records`); only a block that fails is
 record, to name the damaged one. When the reader hands out views (``RecordReader.batches``), a
 block is handed out as spans of it (:class:`Frames`, no copy per record), in blocks of a few
 batches that the stream reads, and takes the CRC of, while the block before is decoded. Large
-records (64 KiB or more) are read straight into their own ``bytes`` object one by one, and when
-handed out in batches from a file of known size, a batch's worth at a time into a buffer of their
-own (a span, :mod:`~tfrec.record.spans`), their data CRCs taken as they are read. Records before a
+records (64 KiB or more) are read straight into their own ``bytes`` object one by one; handed out
+in batches from a plain file, they are spans of the file mapped (:mod:`~tfrec.record.mapped_spans`);
+from a file object of known size (or with ``TFREC_MAP_FILES=0``), a batch's worth at a time is read
+into a buffer of its own (a span, :mod:`~tfrec.record.spans`), its data CRCs taken as it is read.
+Records before a
 damaged one are always handed out before the error is reported; the errors are worded here, with
 hints for a file that looks compressed.
 
@@ -32,6 +34,7 @@ from . import block_crc, frame, salvage
 from .block_split import NO_ENDS, split_block
 from .compression import looks_like
 from .crc import crc32c, crc_function, mask, mask_array, releasing_crc_function
+from .mapped_spans import map_span, may_map
 from .spans import POOL, Span, read_span
 from .spans_ahead import SpansAhead
 from .stream import RecordStream
@@ -51,31 +54,64 @@ class Frames:
 
     :meth:`take` hands out spans without copying; iterating slices records one by one (when a
     reader's records are iterated while it hands out views).
+
+    The block may be a map of the file (``file_base``: the file offset of ``buffer[0]``): records
+    are then handed out only while the file still holds them whole, as a map read past the end of
+    a file that shrank under it ends the process. The first record it no longer holds is passed to
+    ``shrunk``, with the file's size, to report the truncation; nothing more is handed out.
     """
 
-    __slots__ = ("buffer", "ends", "next", "starts")
+    __slots__ = ("buffer", "ends", "file_base", "next", "shrunk", "starts")
 
-    def __init__(self, buffer: bytes, starts: np.ndarray, ends: np.ndarray) -> None:
+    def __init__(
+        self,
+        buffer: bytes,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        file_base: int | None = None,
+        shrunk: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.buffer = buffer
         self.starts = starts
         self.ends = ends
         self.next = 0  # rows taken so far
+        self.file_base = file_base
+        self.shrunk = shrunk
 
     def take(self, count: int) -> tuple[bytes, np.ndarray, np.ndarray]:
-        """Up to ``count`` more records, as ``(buffer, starts, ends)``."""
+        """Up to ``count`` more records, as ``(buffer, starts, ends)``; none only when the file
+        shrank (reported)."""
         first = self.next
-        self.next = last = min(first + count, len(self.starts))
+        last = self._held(first, min(first + count, len(self.starts)))
+        if last == first:  # the file shrank: reported
+            return b"", self.starts[:0], self.ends[:0]
+        self.next = last
         buffer = self.buffer
         if last == len(self.starts):  # all taken: the batches alone keep the block (a span's map is
             self.buffer = b""  # reused as soon as nothing refers to it)
         return buffer, self.starts[first:last], self.ends[first:last]
+
+    def _held(self, first: int, last: int) -> int:
+        """``last``, or the first row of ``first..last`` the file no longer holds whole (reported)."""
+        if self.file_base is None or first == last:
+            return last
+        # The size of the file now (a map gives it), against where each frame ends: 4 bytes past its data.
+        file_size = self.buffer.size()  # type: ignore[attr-defined]
+        held = first + int(
+            np.searchsorted(self.ends[first:last], file_size - self.file_base - frame.FOOTER, "right")
+        )
+        if held == first and self.shrunk is not None:
+            self.next = len(self.starts)  # nothing more from this map
+            self.buffer = b""
+            self.shrunk(first, file_size)
+        return held
 
     def __iter__(self) -> Frames:
         return self
 
     def __next__(self) -> bytes:
         row = self.next
-        if row >= len(self.starts):
+        if row >= len(self.starts) or self._held(row, row + 1) == row:
             raise StopIteration
         self.next = row + 1
         return self.buffer[self.starts[row] : self.ends[row]]
@@ -128,7 +164,9 @@ class BlockLoop:
         self.block = salvage.BLOCK  # bytes read at once; batches() reads blocks of a few batches
         self.block_goal = salvage.BLOCK  # what batches() lets self.block grow to
         self.wanted = 1  # records the batch being gathered still wants (batches() sets it)
+        self.batch_size = 1  # the size of batches() batches: a mapped span ends where one does
         self.spans_ahead = SpansAhead()  # the spans of small batches of large records, read ahead
+        self.map_spans = may_map()  # spans of a plain file are maps of it, not reads (mapped_spans)
 
     def run(self) -> Iterator[Iterator[bytes]]:
         """Yield the records batch by batch, each published first; the stream is closed at the end."""
@@ -140,7 +178,9 @@ class BlockLoop:
             base = self._start_offset  # stream offset of buf[0]
             index = self._start_index
             eof = False
-            header_only = False  # after a large record, read just the next header
+            # After a large record, read just the next header; so too first, when a batch would
+            # be mapped from there (mapped_spans): a block read would be dropped.
+            header_only = self.views and self.map_spans and self._large_at(base)
             # A block read ahead while a frame cut by its start is handed out on its own:
             # (the block, its stream offset, where its first whole frame starts).
             ahead: tuple[bytes, int, int] | None = None
@@ -160,9 +200,15 @@ class BlockLoop:
                     pos = int(ends[-1])
                 else:
                     ends, pos, bad_length = split_block(buf, pos, self.verify_checksums)
+                mapped = span is not None and span.mapped
                 if ends.size:
-                    yield from self._hand_out(buf, start, ends, base, index, known, sums)
+                    yield from self._hand_out(buf, start, ends, base, index, known, sums, mapped)
                     index += ends.size
+                if mapped:  # read on from the file, not from its map: the file may have shrunk since
+                    base += pos
+                    self.stream.move_to(base)
+                    buf, pos, eof, header_only = b"", 0, False, True
+                    continue
                 if more:
                     continue
                 if ahead is not None and pos == len(buf):
@@ -237,6 +283,11 @@ class BlockLoop:
             self.stream.close()
             POOL.release()  # the span buffers no batch holds: the kernel may take them back
 
+    def _large_at(self, offset: int) -> bool:
+        """Whether the frame at stream ``offset`` of a plain file is a large record's."""
+        header = self.stream.peek(offset, frame.HEADER)
+        return len(header) == frame.HEADER and frame.unpack_length(header)[0] >= frame.LARGE
+
     def _spans_from(self, buf: bytes, pos: int, eof: bool, ahead: object) -> bool:
         """Whether to read on from the frame at ``pos`` as a span (:mod:`~tfrec.record.spans`): it is
         a large record handed out in a batch, and the stream's size is known."""
@@ -251,9 +302,13 @@ class BlockLoop:
         )
 
     def _read_span(self, buf: bytes, pos: int, base: int, index: int) -> tuple[Span, int]:
-        """The frame at ``pos`` and those after it that the batch wants, read into a span buffer
-        (a map reads as bytes do: slices are bytes), and the stream offset of its start."""
+        """The frame at ``pos`` and those after it that the batch wants, in a span buffer (a map
+        of the file, else read into a map of the pool: slices of either are bytes), and the stream
+        offset of its start."""
         assert self.stream.end is not None  # (checked by _spans_from)
+        mapped = self._map_span(base + pos) if self.map_spans else None
+        if mapped is not None:
+            return mapped
         with memoryview(buf) as view:
             span = read_span(
                 self.stream,
@@ -269,6 +324,29 @@ class BlockLoop:
             )
         return span, base + pos - span.first
 
+    def _map_span(self, at: int) -> tuple[Span, int] | None:
+        """The frame at stream offset ``at`` and those after it, as a span of the file mapped
+        (:mod:`~tfrec.record.mapped_spans`), and the offset of the map's start; ``None`` when the
+        file cannot be mapped now."""
+        fd = self.stream.fd_to_map()
+        end = self.stream.end
+        if fd is None or end is None:
+            return None
+        self.spans_ahead.clear()  # (their thread sums the map; what they read is read again)
+        span = map_span(
+            fd,
+            self.stream.share,
+            at=at,
+            end=end,
+            wanted=self.wanted,
+            batch_size=self.batch_size,
+            verify_lengths=self.verify_checksums,
+            digest=self.span_crc if self.verify_checksums else None,
+        )
+        if span is None:
+            return None
+        return span, at - span.first
+
     def _hand_out(
         self,
         buf: bytes,
@@ -278,10 +356,11 @@ class BlockLoop:
         index: int,
         known: np.ndarray = NO_CRCS,
         sums: list[block_crc.Piece] | None = None,
+        mapped: bool = False,
     ) -> Iterator[Iterator[bytes]]:
         """Yield the frames of ``buf`` from position ``first`` to ``ends`` (just past each frame;
         ``buf[0]`` is at stream offset ``base``) as batches of records, or of frames when the
-        reader hands out views (:attr:`views`).
+        reader hands out views (:attr:`views`). ``mapped``: ``buf`` is a map of the file.
 
         Data CRCs are checked at once, from ``known`` (the frames', taken as they were read), or
         ``sums`` (CRCs of pieces of ``buf`` taken as they were read: see block_crc), or the block;
@@ -295,12 +374,22 @@ class BlockLoop:
         data_ends = ends - frame.FOOTER
         records = None if self.views else frame.slice_records(buf, first, ends)
 
+        stream_ends = ends + base
+
         def rows(a: int, b: int) -> Sequence[bytes] | Frames:
             if records is not None:
                 return records[a:b]
-            return Frames(buf, data_starts[a:b], data_ends[a:b])
+            if not mapped:
+                return Frames(buf, data_starts[a:b], data_ends[a:b])
+            offsets = data_starts[a:b] + (base - frame.HEADER)  # each frame's, in the file
+            return Frames(
+                buf,
+                data_starts[a:b],
+                data_ends[a:b],
+                base,
+                functools.partial(self._shrunk, offsets, index + a),
+            )
 
-        stream_ends = ends + base
         if not self.verify_checksums:
             yield self.publish(rows(0, count), stream_ends, base + first, index)
             return
@@ -333,6 +422,20 @@ class BlockLoop:
             done = k + 1
         done_start = int(stream_ends[done - 1]) if done else base + first
         yield self.publish(rows(done, count), stream_ends[done:], done_start, index + done)
+
+    def _shrunk(self, offsets: np.ndarray, index: int, row: int, size: int) -> None:
+        """Report that the file (now ``size`` bytes) no longer holds the frame at ``offsets[row]``
+        (record ``index + row``), about to be handed out from a map of it."""
+        offset = int(offsets[row])
+        self.publish((), NO_ENDS, offset, index + row)
+        self.report(
+            TruncatedRecordError(
+                f"the file shrank to {size} bytes while it was read: this record and those after it are gone",
+                path=self.stream.path,
+                index=index + row,
+                offset=offset,
+            )
+        )
 
     def _hand_out_large(self, record: bytes, footer: bytes, start: int, index: int) -> Iterator[bytes]:
         """One large record: checked with plain integers, numpy would cost more than the CRC."""

@@ -201,6 +201,7 @@ class RecordReader:
         if large_blocks:
             self._blocks.block_goal = _FIRST_BLOCK_GOAL
         self._blocks.views = True
+        self._blocks.batch_size = size
         try:
             while True:
                 pieces: list[tuple[bytes, np.ndarray, np.ndarray]] = []
@@ -237,7 +238,10 @@ class RecordReader:
             current = self._batch
             if isinstance(current, Frames):
                 if len(current.starts) > current.next:
-                    return current.take(count)
+                    taken = current.take(count)
+                    if len(taken[1]):
+                        return taken
+                    continue  # none: the file shrank under a map of it (reported), read on
             else:  # records handed out one by one before batches() was called
                 records = list(itertools.islice(current, count))
                 if records:

@@ -141,7 +141,8 @@ POOL = SpanPool()
 
 
 class Span(NamedTuple):
-    """A buffer read by :func:`read_span`: the stream from the frame at position ``first`` on."""
+    """A buffer read by :func:`read_span` (or mapped, :mod:`~tfrec.record.mapped_spans`): the
+    stream from the frame at position ``first`` on."""
 
     buffer: mmap.mmap
     first: int
@@ -151,6 +152,7 @@ class Span(NamedTuple):
     ends: np.ndarray  # int64: the buffer position just past each of the first frames
     # The CRC32Cs of pieces of the buffer, (crc, start, stop), taken instead of ``crcs`` as it was read
     pieces: list[Piece] | None
+    mapped: bool = False  # the buffer is a map of the file (mapped_spans), not read into
 
 
 def read_span(

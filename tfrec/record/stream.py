@@ -247,6 +247,32 @@ class RecordStream:
             self._filler = Filler()
         return self._filler.fill_pieces(functools.partial(_read_at, self._fd, 0), pieces, after=after)
 
+    def fd_to_map(self) -> int | None:
+        """The file's descriptor, when spans of it may be mapped: a plain file opened here. What was
+        read ahead is dropped: the caller goes on with :meth:`move_to`."""
+        if self._fd is None or not self._may_read_ahead:
+            return None
+        if self._ahead is not None:
+            self._ahead.stop()
+        return self._fd
+
+    def peek(self, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes from stream offset ``offset`` of a plain file opened here, read where
+        they are (the stream does not move); ``b""`` for other streams."""
+        return os.pread(self._fd, size, offset) if self._fd is not None else b""
+
+    def move_to(self, offset: int) -> None:
+        """Read on from stream offset ``offset`` (past a span mapped, see :meth:`fd_to_map`)."""
+        assert self._raw is not None
+        self._raw.seek(offset)
+
+    def share(self, pieces: Sequence[Piece], work: AfterPiece) -> Generator[int, None, None]:
+        """Call ``work(start, stop)`` for each of ``pieces`` (views of a map, each with its position),
+        by the filler's thread and this one (:meth:`Filler.fill_pieces`: nothing is read)."""
+        if self._filler is None:
+            self._filler = Filler()
+        return self._filler.fill_pieces(_in_place, pieces, after=work)
+
     def skip(self, size: int) -> None:
         """Move the stream ``size`` bytes on, past bytes :meth:`fill_at` read."""
         if size and self._raw is not None:
@@ -333,6 +359,11 @@ class RecordStream:
 
 def _shifted(after: AfterPiece, by: int, start: int, end: int) -> None:
     after(start + by, end + by)
+
+
+def _in_place(target: memoryview, _at: int) -> int:
+    """A piece already in memory (a view of a map): nothing to read."""
+    return len(target)
 
 
 def _read_at(fd: int, start: int, target: memoryview, at: int) -> int:

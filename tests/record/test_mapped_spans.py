@@ -1,0 +1,171 @@
+"""Batches of large records handed out as spans of the file mapped (tfrec.record.mapped_spans)."""
+
+from __future__ import annotations
+
+import gc
+import mmap
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from recordcheck import none_left, outcome, spans_mapped
+
+import tfrec
+from tfrec.record import block_crc
+from tfrec.record.batch import PAD
+from tfrec.record.mapped import MAP_FILES_ENV
+
+KIB = 1024
+
+
+@pytest.fixture(autouse=True)
+def small_spans() -> Iterator[None]:
+    """Spans of 400 KiB and sums of 96 KiB pieces, so that a file of a few MiB is several spans.
+    (test_spans reads batches of records of any size, damaged or not, both mapped and read.)"""
+    with spans_mapped(True):
+        yield
+
+
+def _write(path: Path, sizes: list[int], seed: int = 0) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    records = [rng.bytes(size) for size in sizes]
+    tfrec.write_records(path, records)
+    return records
+
+
+def _is_file_map(buffer: object) -> bool:
+    return isinstance(buffer, mmap.mmap) and memoryview(buffer).readonly  # (span buffers are writable)
+
+
+@pytest.mark.parametrize("part", ["data", "length", "stored data CRC"])
+@pytest.mark.parametrize("record", [1, 5, 6, 11])  # spans of 6 records here: inside them, and first
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_damage_inside_a_mapped_span_is_named_at_its_record(
+    tmp_path: Path, part: str, record: int, on_error: str
+) -> None:
+    path = tmp_path / "x.tfrecord"
+    _write(path, [100 * KIB] * 12, seed=2)
+    data = bytearray(path.read_bytes())
+    frame = 100 * KIB + 16
+    at = record * frame + {"data": 12 + 777, "length": 1, "stored data CRC": frame - 2}[part]
+    data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+    expected = outcome(tfrec.read_records(path, on_error=on_error))  # type: ignore[arg-type]
+    assert expected[1] is None or expected[1][2] == record  # (the error names the damaged record)
+    assert outcome(tfrec.read_batches(path, 3, on_error=on_error)) == expected  # type: ignore[arg-type]
+
+
+def test_batches_of_large_records_are_slices_of_the_file_mapped(tmp_path: Path) -> None:
+    path = tmp_path / "x.tfrecord"
+    records = _write(path, [100 * KIB] * 30)
+    batches = list(tfrec.read_batches(path, 3))
+    assert all(_is_file_map(batch.buffer) for batch in batches)  # no batch was joined from two spans
+    assert len({id(batch.buffer) for batch in batches}) >= 4  # spans of about 400 KiB
+    for batch in batches:
+        assert isinstance(batch[0], bytes)
+        assert list(batch) == records[batch.start_index : batch.start_index + 3]
+        assert len(batch.buffer) - int(batch.ends[-1]) >= PAD or batch is batches[-1]
+
+
+def test_the_sums_of_a_clean_span_check_its_records_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pieces' sums match: no span falls back to a CRC per record (which would be right, but slow).
+    path = tmp_path / "x.tfrecord"
+    records = _write(path, [100 * KIB + k for k in range(25)])
+    checks: list[bool | None] = []
+    match = block_crc.data_crcs_match
+
+    def spied(*args: object, **kwargs: object) -> bool | None:
+        checks.append(match(*args, **kwargs))  # type: ignore[arg-type]
+        return checks[-1]
+
+    monkeypatch.setattr(block_crc, "data_crcs_match", spied)
+    assert [r for b in tfrec.read_batches(path, 4) for r in b] == records
+    assert len(checks) >= 4 and all(checks)
+
+
+def test_kept_batches_and_arrays_decoded_from_them_outlive_the_reader(tmp_path: Path) -> None:
+    path = tmp_path / "x.tfrecord"
+    records = _write(path, [70 * KIB + k for k in range(40)])
+    kept = []
+    with tfrec.RecordReader(path) as reader:
+        for number, batch in enumerate(reader.batches(4)):
+            if number % 3 == 0:
+                kept.append((batch, np.frombuffer(batch.buffer, np.uint8)[batch.starts[0] : batch.ends[0]]))
+            gc.collect()
+    gc.collect()
+    for batch, first in kept:
+        assert list(batch) == records[batch.start_index : batch.start_index + len(batch)]
+        assert first.tobytes() == records[batch.start_index]
+    assert none_left("tfrec-fill")
+
+
+def test_a_record_larger_than_a_span_is_a_span_of_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "x.tfrecord"
+    records = _write(path, [100 * KIB, 3 * 1024 * KIB, 100 * KIB, 5])
+    batches = list(tfrec.read_batches(path, 2))
+    assert [list(b) for b in batches] == [records[:2], records[2:]]
+
+
+def test_a_file_cut_short_before_its_span_is_mapped_raises_as_read_records_does(tmp_path: Path) -> None:
+    path = tmp_path / "x.tfrecord"
+    records = _write(path, [100 * KIB] * 30)
+    frame = 100 * KIB + 16
+    reader = tfrec.RecordReader(path)
+    batches = reader.batches(4)
+    got = list(next(batches))  # the first span is mapped: 4 records, then whole batches to 400 KiB
+    cut = 20 * frame + 7  # far past that span's map: cut under the reader, before the next is mapped
+    os.truncate(path, cut)
+    with pytest.raises(tfrec.TruncatedRecordError) as caught:
+        for batch in batches:
+            got.extend(batch)
+    assert got == records[:20] and caught.value.index == 20 and caught.value.offset == 20 * frame
+    reader.close()
+
+
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+@pytest.mark.parametrize("record", [5, 9, 11])  # in the span being handed out, at its last record, the next
+def test_a_file_cut_short_under_its_mapped_span_is_reported_not_read(
+    tmp_path: Path, on_error: str, record: int
+) -> None:
+    # A map read past the end of its file ends the process: a span whose file shrank hands out the
+    # records the file still holds whole, then reports the truncation as read_records does.
+    path = tmp_path / "x.tfrecord"
+    records = _write(path, [100 * KIB] * 30)
+    frame = 100 * KIB + 16
+    reader = tfrec.RecordReader(path, on_error=on_error)  # type: ignore[arg-type]
+    batches = reader.batches(3)  # spans of 6 records: 0-5, 6-11, ...
+    got = [r for _ in range(3) for r in next(batches)]  # records 0-8: 6-11 are mapped
+    os.truncate(path, record * frame + 100)
+    rest, error = outcome(batches)
+    kept = max(9, record)  # those handed out before the cut, then those it left whole
+    assert got + rest == records[:kept]
+    if on_error == "raise":
+        assert error is not None and error[0] is tfrec.TruncatedRecordError
+        assert error[2:] == (kept, kept * frame) and "shrank to" in str(error[1])
+    else:
+        assert error is None
+    reader.close()
+
+
+def test_no_file_is_mapped_when_the_environment_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "x.tfrecord"
+    records = _write(path, [100 * KIB] * 12)
+    monkeypatch.setenv(MAP_FILES_ENV, "0")
+    batches = list(tfrec.read_batches(path, 3))
+    assert [r for b in batches for r in b] == records
+    assert not any(_is_file_map(batch.buffer) for batch in batches)
+
+
+def test_records_handed_out_one_by_one_then_in_batches_go_on_where_they_left_off(tmp_path: Path) -> None:
+    path = tmp_path / "x.tfrecord"
+    records = _write(path, [90 * KIB, 5, *[100 * KIB] * 20])
+    reader = tfrec.RecordReader(path)
+    first = [next(reader), next(reader), next(reader)]
+    rest = [r for batch in reader.batches(6) for r in batch]
+    assert first + rest == records
