@@ -13,7 +13,7 @@ import pytest
 from recordcheck import none_left, outcome, spans_mapped
 
 import tfrec
-from tfrec.record import block_crc
+from tfrec.record import block_crc, block_loop, mapped_spans
 from tfrec.record.batch import PAD
 from tfrec.record.mapped import MAP_FILES_ENV
 
@@ -69,12 +69,19 @@ def test_batches_of_large_records_are_slices_of_the_file_mapped(tmp_path: Path) 
         assert len(batch.buffer) - int(batch.ends[-1]) >= PAD or batch is batches[-1]
 
 
+@pytest.mark.parametrize(
+    "sizes",
+    [[100 * KIB + k for k in range(25)], [100 * KIB] * 9 + [90 * KIB] + [100 * KIB] * 10],
+    ids=["lengths of their own", "one length but one"],
+)
 def test_the_sums_of_a_clean_span_check_its_records_at_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sizes: list[int]
 ) -> None:
-    # The pieces' sums match: no span falls back to a CRC per record (which would be right, but slow).
+    # The pieces' sums match: no span falls back to a CRC per record (which would be right, but
+    # slow). Of one length but one, the first headers repeat and a later one does not: the span is
+    # found again frame by frame, with the sums already taken.
     path = tmp_path / "x.tfrecord"
-    records = _write(path, [100 * KIB + k for k in range(25)])
+    records = _write(path, sizes)
     checks: list[bool | None] = []
     match = block_crc.data_crcs_match
 
@@ -83,7 +90,7 @@ def test_the_sums_of_a_clean_span_check_its_records_at_once(
         return checks[-1]
 
     monkeypatch.setattr(block_crc, "data_crcs_match", spied)
-    assert [r for b in tfrec.read_batches(path, 4) for r in b] == records
+    assert [r for b in tfrec.read_batches(path, 2) for r in b] == records
     assert len(checks) >= 4 and all(checks)
 
 
@@ -149,6 +156,59 @@ def test_a_file_cut_short_under_its_mapped_span_is_reported_not_read(
     else:
         assert error is None
     reader.close()
+
+
+def test_a_file_cut_at_a_page_after_a_record_hands_it_out_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Frames of 25 pages, all in one span: cut after record 7, the bytes the decoders read after it
+    # are gone from the map (a read there would end the process), so its batch is handed out copied.
+    monkeypatch.setattr(mapped_spans, "MAP_SPAN_BYTES", 2 << 20)
+    path = tmp_path / "x.tfrecord"
+    records = _write(path, [25 * 4096 - 16] * 12)
+    with tfrec.RecordReader(path) as reader:
+        batches = reader.batches(4)
+        assert _is_file_map(next(batches).buffer)
+        os.truncate(path, 8 * 25 * 4096)
+        batch = next(batches)
+        assert isinstance(batch.buffer, bytes) and list(batch) == records[4:8]
+        assert batch.buffer[int(batch.ends[-1]) :] == bytes(PAD)
+        with pytest.raises(tfrec.TruncatedRecordError) as caught:
+            next(batches)
+        assert caught.value.index == 8
+
+
+def test_damage_after_a_cut_is_not_reported(tmp_path: Path) -> None:
+    path = tmp_path / "x.tfrecord"
+    _write(path, [100 * KIB] * 12)
+    frame = 100 * KIB + 16
+    with path.open("r+b") as file:  # record 10's data, in the second span (records 6-11)
+        file.seek(10 * frame + 500)
+        byte = file.read(1)
+        file.seek(-1, os.SEEK_CUR)
+        file.write(bytes([byte[0] ^ 1]))
+    reader = tfrec.RecordReader(path, on_error="warn")
+    batches = reader.batches(3)
+    got = [r for _ in range(3) for r in next(batches)]  # records 0-8: the span of 6-11 is mapped
+    os.truncate(path, 9 * frame + 100)
+    with pytest.warns(tfrec.TfrecWarning) as caught:
+        got += [r for batch in batches for r in batch]
+    assert len(got) == 9 and [str(w.message).count("shrank") for w in caught] == [1]
+    reader.close()
+
+
+def test_a_span_that_cannot_be_mapped_is_read_from_where_the_records_before_it_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Small records are read a block ahead; the large ones after them, when the file cannot be
+    # mapped (a file system without mmap), are read from the first byte not yet handed out.
+    path = tmp_path / "x.tfrecord"
+    records = _write(path, [1000] * 500 + [200 * KIB] * 10 + [1000] * 2000)
+    monkeypatch.setattr(block_loop, "map_span", lambda *args, **kwargs: None)
+    for verify in (True, False):
+        expected = outcome(tfrec.read_records(path, verify_checksums=verify))
+        assert outcome(tfrec.read_batches(path, 4, verify_checksums=verify)) == expected
+        assert expected == (records, None)
 
 
 def test_no_file_is_mapped_when_the_environment_says_so(

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import ChecksumError, RecordError, TruncatedRecordError
 from . import block_crc, frame, salvage
+from .batch import PAD, RecordBatch
 from .block_split import NO_ENDS, split_block
 from .compression import looks_like
 from .crc import crc32c, crc_function, mask, mask_array, releasing_crc_function
@@ -57,11 +58,12 @@ class Frames:
 
     The block may be a map of the file (``file_base``: the file offset of ``buffer[0]``): records
     are then handed out only while the file still holds them whole, as a map read past the end of
-    a file that shrank under it ends the process. The first record it no longer holds is passed to
-    ``shrunk``, with the file's size, to report the truncation; nothing more is handed out.
+    a file that shrank under it ends the process (and as a copy when it no longer holds the bytes
+    the decoders read after them). The first record it no longer holds is passed to ``shrunk``,
+    with the file's size, to report the truncation; nothing more is handed out.
     """
 
-    __slots__ = ("buffer", "ends", "file_base", "next", "shrunk", "starts")
+    __slots__ = ("_size_now", "buffer", "ends", "file_base", "next", "shrunk", "starts")
 
     def __init__(
         self,
@@ -77,6 +79,7 @@ class Frames:
         self.next = 0  # rows taken so far
         self.file_base = file_base
         self.shrunk = shrunk
+        self._size_now = 0  # the file's size, as a position in the map, when last asked
 
     def take(self, count: int) -> tuple[bytes, np.ndarray, np.ndarray]:
         """Up to ``count`` more records, as ``(buffer, starts, ends)``; none only when the file
@@ -86,24 +89,28 @@ class Frames:
         if last == first:  # the file shrank: reported
             return b"", self.starts[:0], self.ends[:0]
         self.next = last
-        buffer = self.buffer
+        buffer, starts, ends = self.buffer, self.starts[first:last], self.ends[first:last]
         if last == len(self.starts):  # all taken: the batches alone keep the block (a span's map is
             self.buffer = b""  # reused as soon as nothing refers to it)
-        return buffer, self.starts[first:last], self.ends[first:last]
+        if self.file_base is not None and self._size_now < min(int(ends[-1]) + PAD, len(buffer)):
+            # The decoders read past the last record, into bytes the file no longer holds: a copy.
+            records = [buffer[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+            joined = RecordBatch.from_records(records)
+            return joined.buffer, joined.starts, joined.ends
+        return buffer, starts, ends
 
     def _held(self, first: int, last: int) -> int:
         """``last``, or the first row of ``first..last`` the file no longer holds whole (reported)."""
         if self.file_base is None or first == last:
             return last
-        # The size of the file now (a map gives it), against where each frame ends: 4 bytes past its data.
-        file_size = self.buffer.size()  # type: ignore[attr-defined]
-        held = first + int(
-            np.searchsorted(self.ends[first:last], file_size - self.file_base - frame.FOOTER, "right")
-        )
+        # The size of the file now (a map gives it), as a position in the map, against where each
+        # frame ends: 4 bytes past its data.
+        self._size_now = self.buffer.size() - self.file_base  # type: ignore[attr-defined]
+        held = first + int(np.searchsorted(self.ends[first:last], self._size_now - frame.FOOTER, "right"))
         if held == first and self.shrunk is not None:
             self.next = len(self.starts)  # nothing more from this map
             self.buffer = b""
-            self.shrunk(first, file_size)
+            self.shrunk(first, self._size_now + self.file_base)
         return held
 
     def __iter__(self) -> Frames:
@@ -167,6 +174,7 @@ class BlockLoop:
         self.batch_size = 1  # the size of batches() batches: a mapped span ends where one does
         self.spans_ahead = SpansAhead()  # the spans of small batches of large records, read ahead
         self.map_spans = may_map()  # spans of a plain file are maps of it, not reads (mapped_spans)
+        self.cut = False  # the file shrank under the span being handed out (reported)
 
     def run(self) -> Iterator[Iterator[bytes]]:
         """Yield the records batch by batch, each published first; the stream is closed at the end."""
@@ -207,7 +215,7 @@ class BlockLoop:
                 if mapped:  # read on from the file, not from its map: the file may have shrunk since
                     base += pos
                     self.stream.move_to(base)
-                    buf, pos, eof, header_only = b"", 0, False, True
+                    buf, pos, eof, header_only, self.cut = b"", 0, False, True, False
                     continue
                 if more:
                     continue
@@ -416,6 +424,8 @@ class BlockLoop:
             offset = int(stream_ends[k - 1]) if k else base + first
             done_start = int(stream_ends[done - 1]) if done else base + first
             yield self.publish(rows(done, k), stream_ends[done:k], done_start, index + done)
+            if self.cut:  # the file shrank under a map of it: its records after the cut are gone
+                return
             self.publish((), NO_ENDS, offset, index + k)
             size = int(data_ends[k] - data_starts[k])
             self.report(self._data_error(size, int(stored[k]), int(computed[k]), offset, index + k))
@@ -427,6 +437,7 @@ class BlockLoop:
         """Report that the file (now ``size`` bytes) no longer holds the frame at ``offsets[row]``
         (record ``index + row``), about to be handed out from a map of it."""
         offset = int(offsets[row])
+        self.cut = True
         self.publish((), NO_ENDS, offset, index + row)
         self.report(
             TruncatedRecordError(

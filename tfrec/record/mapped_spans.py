@@ -17,10 +17,14 @@ of 64 MiB 9.3-9.6 GB/s, 128 MiB 9.9-10.4, the whole 300 MB file 11.9-12.4. Recor
 are found by the first frame's length alone (:func:`_repeated_frames`: a header read per record
 was an eighth of the time), their headers checked in the map once summed.
 
-Mapping has the risk :mod:`~tfrec.record.mapped` describes, for longer: the file's size is
-checked before each span is mapped, but a batch is the map, so a batch read after another process
-truncated the file under it ends the process with SIGBUS. ``TFREC_MAP_FILES=0`` in the environment
-maps nothing (spans are then read into buffers, at the speed of before).
+Mapping has the risk :mod:`~tfrec.record.mapped` describes, for longer. The file's size is checked
+before each span is mapped and before each batch of it is handed out (``Frames`` in
+:mod:`~tfrec.record.block_loop`): a file cut under the reader is reported as ``read_records`` would.
+But a file cut while a span's CRC pass runs (about 10 ms per 128 MiB here), or a batch (the map)
+read after another process cut the file under it, ends the process with SIGBUS. A live map also
+holds a descriptor of its file (Python's ``mmap`` duplicates it), released with the last batch of
+the span. ``TFREC_MAP_FILES=0`` in the environment maps nothing (spans are then read into buffers,
+at the speed of before).
 
 Example:
     >>> span = map_span(fd, share, at=offset, end=size, wanted=16, batch_size=16, verify_lengths=True,
@@ -85,21 +89,30 @@ def map_span(
     """
     # Unchecked, the span's pages are not touched here: its headers are read with os.pread.
     repeated = None if digest is None else _repeated_frames(fd, at, end, wanted, batch_size, verify_lengths)
+    summed: list[Piece] = []
     if repeated is not None:  # mapped and summed as if every frame were as long as the first
         header, count = repeated
         size = frame.unpack_length(header)[0] + frame.FRAMING
         span = _map(fd, share, at, end, at + size * np.arange(1, count + 1, dtype=np.int64), digest)
         if span is None or _headers_repeat(span, header, size):
             return span
+        summed = span.pieces or []  # sums of the file's bytes, not of frames: they hold still
     ends = _frame_ends(fd, at, end, wanted, batch_size, verify_lengths)
-    return _map(fd, share, at, end, np.array(ends, np.int64), digest) if ends else None
+    return _map(fd, share, at, end, np.array(ends, np.int64), digest, summed) if ends else None
 
 
 def _map(
-    fd: int, share: Share, at: int, end: int, ends: np.ndarray, digest: Callable[[np.ndarray], int] | None
+    fd: int,
+    share: Share,
+    at: int,
+    end: int,
+    ends: np.ndarray,
+    digest: Callable[[np.ndarray], int] | None,
+    summed: list[Piece] | None = None,
 ) -> Span | None:
     """The span of the frames from ``at`` to ``ends`` (file offsets), mapped, and summed with
-    ``digest``; ``None`` when the file cannot be mapped or shrank."""
+    ``digest`` (but for the ``summed`` pieces, of a map made from ``at`` before); ``None`` when the
+    file cannot be mapped or shrank."""
     base = at - at % mmap.ALLOCATIONGRANULARITY  # a map starts on such a boundary
     stop = min(end, int(ends[-1]) + PAD)
     try:
@@ -110,7 +123,7 @@ def _map(
         return None
     first = at - base
     frame_ends = ends - base
-    pieces = None if digest is None else _sum(buffer, share, first, int(frame_ends[-1]), digest)
+    pieces = None if digest is None else _sum(buffer, share, first, int(frame_ends[-1]), digest, summed or [])
     return Span(buffer, first, stop == end, len(frame_ends), _NO_CRCS, frame_ends, pieces, mapped=True)
 
 
@@ -167,10 +180,19 @@ def _frame_ends(fd: int, at: int, end: int, wanted: int, batch_size: int, verify
 
 
 def _sum(
-    buffer: mmap.mmap, share: Share, first: int, last: int, digest: Callable[[np.ndarray], int]
+    buffer: mmap.mmap,
+    share: Share,
+    first: int,
+    last: int,
+    digest: Callable[[np.ndarray], int],
+    summed: list[Piece],
 ) -> list[Piece]:
-    """The CRC32Cs of ``buffer[first:last]`` in :data:`SUM_PIECE` pieces, taken by two threads."""
-    sums: list[Piece] = []
+    """The CRC32Cs of ``buffer[first:last]`` in :data:`SUM_PIECE` pieces, taken by two threads;
+    ``summed`` are pieces from ``first`` on already summed (those within are kept)."""
+    sums = [piece for piece in summed if piece[2] <= last]  # (they tile a run from first on)
+    first = max((piece[2] for piece in sums), default=first)
+    if first >= last:
+        return sums
     with memoryview(buffer) as view:
 
         def sum_piece(start: int, stop: int) -> None:

@@ -249,11 +249,14 @@ class RecordStream:
 
     def fd_to_map(self) -> int | None:
         """The file's descriptor, when spans of it may be mapped: a plain file opened here. What was
-        read ahead is dropped: the caller goes on with :meth:`move_to`."""
-        if self._fd is None or not self._may_read_ahead:
+        read ahead is dropped, the file moved back to its first byte (a span that cannot be mapped
+        is read from there); after a span mapped, the caller goes on with :meth:`move_to`."""
+        if self._fd is None or not self._may_read_ahead or self._raw is None:
             return None
         if self._ahead is not None:
+            held = self._ahead.held()
             self._ahead.stop()
+            self._raw.seek(-held, os.SEEK_CUR)
         return self._fd
 
     def peek(self, offset: int, size: int) -> bytes:
