@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import io
 import mmap
 import os
 from collections.abc import Iterator
@@ -37,6 +38,33 @@ def _write(path: Path, sizes: list[int], seed: int = 0) -> list[bytes]:
 
 def _is_file_map(buffer: object) -> bool:
     return isinstance(buffer, mmap.mmap) and memoryview(buffer).readonly  # (span buffers are writable)
+
+
+def test_jpegs_another_encoder_made_read_mapped_as_read_records_reads_them(tmp_path: Path) -> None:
+    # Records of varying sizes from 64 KiB up, as image datasets have: crops of scikit-learn's sample
+    # photographs, encoded by Pillow's JPEG encoder, in Examples with a label.
+    datasets = pytest.importorskip("sklearn.datasets")
+    image = pytest.importorskip("PIL.Image")
+    rng = np.random.default_rng(5)
+    jpegs = []
+    for photo in datasets.load_sample_images().images:
+        for _ in range(12):
+            top, left = rng.integers(0, 27), rng.integers(0, 40)
+            crop = image.fromarray(photo[top : top + 400, left : left + 600])
+            out = io.BytesIO()
+            crop.save(out, "JPEG", quality=int(rng.integers(95, 100)))
+            jpegs.append(out.getvalue())
+    assert min(map(len, jpegs)) >= 64 * KIB and len(set(map(len, jpegs))) > 20
+    records = [tfrec.encode_example({"image": jpeg, "label": k}) for k, jpeg in enumerate(jpegs)]
+    path = tmp_path / "photos.tfrecord"
+    tfrec.write_records(path, records)
+    spec = {"image": tfrec.FixedLenFeature([], tfrec.string), "label": tfrec.FixedLenFeature([], tfrec.int64)}
+    batches = list(tfrec.read_batches(path, 5))
+    assert all(_is_file_map(batch.buffer) for batch in batches)
+    assert [r for batch in batches for r in batch] == list(tfrec.read_records(path)) == records
+    parsed = [tfrec.parse_example(batch, spec) for batch in batches]
+    assert [v for p in parsed for v in p["image"].tolist()] == jpegs
+    assert np.concatenate([p["label"] for p in parsed]).tolist() == list(range(len(jpegs)))
 
 
 @pytest.mark.parametrize("part", ["data", "length", "stored data CRC"])

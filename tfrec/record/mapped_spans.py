@@ -149,10 +149,11 @@ def _repeated_frames(
 def _headers_repeat(span: Span, header: bytes, size: int) -> bool:
     """Whether every frame of ``span`` has ``header`` (checked once the span is summed: its pages
     are mapped by then, by both threads)."""
-    u8 = np.frombuffer(span.buffer, np.uint8)
-    at = span.first + size * np.arange(span.frames)
-    found = u8[at[:, None] + np.arange(frame.HEADER)]
-    return bool((found == np.frombuffer(header, np.uint8)).all())
+    first = span.first
+    return (
+        span.buffer[first : first + frame.HEADER] == header
+        and frame.count_equal_headers(span.buffer, first, size) >= span.frames  # type: ignore[arg-type]
+    )
 
 
 def _frame_ends(fd: int, at: int, end: int, wanted: int, batch_size: int, verify: bool) -> list[int]:

@@ -185,11 +185,15 @@ class RecordStream:
         read_into = functools.partial(self.read_into, offset=offset, index=index)
         if not (ahead and self._may_read_ahead):
             return fill_here(read_into, target, piece)
+        if self._fd is None:
+            return self._the_filler().fill(read_into, target, piece)
+        return self._fill_at(self._the_filler(), self._fd, target, read_into, piece, after)
+
+    def _the_filler(self) -> Filler:
+        """The thread that fills and sums with this one, made at first use."""
         if self._filler is None:
             self._filler = Filler()
-        if self._fd is None:
-            return self._filler.fill(read_into, target, piece)
-        return self._fill_at(self._filler, self._fd, target, read_into, piece, after)
+        return self._filler
 
     def _fill_at(
         self,
@@ -243,9 +247,7 @@ class RecordStream:
         a thread and this one (:meth:`Filler.fill_pieces`), when :meth:`reads_at`; the stream does
         not move (see :meth:`skip`)."""
         assert self._fd is not None
-        if self._filler is None:
-            self._filler = Filler()
-        return self._filler.fill_pieces(functools.partial(_read_at, self._fd, 0), pieces, after=after)
+        return self._the_filler().fill_pieces(functools.partial(_read_at, self._fd, 0), pieces, after=after)
 
     def fd_to_map(self) -> int | None:
         """The file's descriptor, when spans of it may be mapped: a plain file opened here. What was
@@ -272,9 +274,7 @@ class RecordStream:
     def share(self, pieces: Sequence[Piece], work: AfterPiece) -> Generator[int, None, None]:
         """Call ``work(start, stop)`` for each of ``pieces`` (views of a map, each with its position),
         by the filler's thread and this one (:meth:`Filler.fill_pieces`: nothing is read)."""
-        if self._filler is None:
-            self._filler = Filler()
-        return self._filler.fill_pieces(_in_place, pieces, after=work)
+        return self._the_filler().fill_pieces(_in_place, pieces, after=work)
 
     def skip(self, size: int) -> None:
         """Move the stream ``size`` bytes on, past bytes :meth:`fill_at` read."""
